@@ -1,0 +1,37 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import { Migrator } from 'kysely/migration';
+import pg from 'pg';
+import type { Database } from './schema.ts';
+import { migrationProvider } from './migrations/index.ts';
+
+// `date` (OID 1082) stays the 'YYYY-MM-DD' text Postgres sends: turning it into a JS Date would
+// shift it by the process's time zone, and the API returns dates as plain dates anyway.
+pg.types.setTypeParser(1082, (text) => text);
+// bigint counts (OID 20) fit in a JS number for everything we count.
+pg.types.setTypeParser(20, (text) => Number(text));
+
+export interface DbOptions {
+  /** Pool size; the API's is sized against Postgres' max_connections divided by replicas. */
+  max?: number;
+  applicationName?: string;
+}
+
+export function createDb(connectionString: string, options: DbOptions = {}): Kysely<Database> {
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? 'trips',
+    connectionTimeoutMillis: 5_000,
+  });
+  // An idle client losing its server (Postgres restart) emits here; without a listener that
+  // event would crash the process. The pool replaces the client on next use.
+  pool.on('error', () => {});
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

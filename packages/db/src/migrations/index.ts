@@ -1,0 +1,14 @@
+import type { Migration, MigrationProvider } from 'kysely/migration';
+import * as accounts from './0001_accounts.ts';
+import * as writeContract from './0002_write_contract.ts';
+
+/**
+ * Every migration in strict order. A static list rather than a folder scan: it works the same
+ * from source, from a bundle and under jest, and a missing import is a type error, not a skip.
+ */
+export const migrations: Record<string, Migration> = {
+  '0001_accounts': accounts,
+  '0002_write_contract': writeContract,
+};
+
+export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

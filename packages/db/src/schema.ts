@@ -1,0 +1,135 @@
+import type { ColumnType, Generated, Selectable } from 'kysely';
+
+/** Columns the database fills in: optional on insert, never written by our code. */
+type DbDefault<T> = ColumnType<T, T | undefined, T>;
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+/** `date` columns come back as 'YYYY-MM-DD' strings (see db.ts), never as shifted JS Dates. */
+type DateOnly = ColumnType<string, string, string>;
+
+export type SubscriptionStatus = 'trialing' | 'active' | 'expired';
+export type UserRole = 'owner' | 'planner';
+
+export interface AgenciesTable {
+  id: DbDefault<string>;
+  name: string;
+  api_enabled: Generated<boolean>;
+  subscription_status: Generated<SubscriptionStatus>;
+  trial_ends_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface UsersTable {
+  id: DbDefault<string>;
+  agency_id: string;
+  email: string;
+  role: UserRole;
+  password_hash: string | null;
+  created_at: Timestamp;
+}
+
+export interface ApiKeysTable {
+  id: DbDefault<string>;
+  agency_id: string;
+  name: string | null;
+  prefix: string;
+  hash: Buffer;
+  scopes: string[];
+  created_at: Timestamp;
+  last_used_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+}
+
+export interface TripsTable {
+  id: DbDefault<string>;
+  agency_id: string;
+  is_template: Generated<boolean>;
+  title: string;
+  status: Generated<string>;
+  region: string | null;
+  base_camp: string | null;
+  start_date: DateOnly | null;
+  end_date: DateOnly | null;
+  num_days: number;
+  golfers: Generated<number>;
+  client_page_published: Generated<boolean>;
+  client_page_url: string | null;
+  client_page_headline: string | null;
+  client_page_message: string | null;
+  accepted_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ItinerariesTable {
+  id: DbDefault<string>;
+  trip_id: string;
+  non_golfers: Generated<number>;
+  summary: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface TripOptionsTable {
+  id: DbDefault<string>;
+  trip_id: string;
+  name: string;
+  description: string | null;
+  price_amount: number | null;
+  position: Generated<number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface PaymentsTable {
+  id: DbDefault<string>;
+  agency_id: string;
+  trip_id: string;
+  description: string;
+  amount: number;
+  currency: string;
+  due_date: DateOnly | null;
+  visibility: Generated<'draft' | 'shown'>;
+  amount_paid: Generated<number>;
+  paid_at: Timestamp | null;
+  cancelled_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ContactsTable {
+  id: DbDefault<string>;
+  agency_id: string;
+  first_name: string;
+  last_name: string;
+  email: string | null;
+  phone: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface TripContactsTable {
+  agency_id: string;
+  trip_id: string;
+  contact_id: string;
+  created_at: Timestamp;
+}
+
+export interface Database {
+  agencies: AgenciesTable;
+  users: UsersTable;
+  api_keys: ApiKeysTable;
+  trips: TripsTable;
+  itineraries: ItinerariesTable;
+  trip_options: TripOptionsTable;
+  payments: PaymentsTable;
+  contacts: ContactsTable;
+  trip_contacts: TripContactsTable;
+}
+
+export type Agency = Selectable<AgenciesTable>;
+export type User = Selectable<UsersTable>;
+export type ApiKey = Selectable<ApiKeysTable>;
+export type TripRow = Selectable<TripsTable>;
+export type PaymentRow = Selectable<PaymentsTable>;
+export type ContactRow = Selectable<ContactsTable>;

@@ -1,0 +1,96 @@
+import { createHash, randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { Kysely } from 'kysely';
+import { createDb, migrateToLatest, migrations, type Database } from '@trips/db';
+
+/**
+ * Tests read the Postgres to use from DATABASE_URL (the machine's own, or CI's); it must allow
+ * CREATE DATABASE. Each test file gets a fresh database cloned from a migrated template, which
+ * takes tens of milliseconds instead of re-running every migration.
+ */
+export const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** The template's name carries a hash of the migrations, so a changed migration makes a new one. */
+export function templateName(): string {
+  const source = Object.entries(migrations)
+    .map(([name, m]) => name + m.up.toString())
+    .join('\n');
+  return `trips_tpl_${createHash('sha256').update(source).digest('hex').slice(0, 12)}`;
+}
+
+function urlFor(database: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates the migrated template once per migration set; safe when several test runs race. */
+export async function ensureTemplate(): Promise<string> {
+  const name = templateName();
+  await withAdmin(async (admin) => {
+    await admin.query('SELECT pg_advisory_lock(7263001)');
+    try {
+      const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+      if (exists.rowCount) return;
+      const building = `${name}_building`;
+      await admin.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`);
+      await admin.query(`CREATE DATABASE ${building}`);
+      const db = createDb(urlFor(building), { max: 1 });
+      try {
+        await migrateToLatest(db);
+      } finally {
+        await db.destroy();
+      }
+      await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
+    } finally {
+      await admin.query('SELECT pg_advisory_unlock(7263001)');
+    }
+  });
+  return name;
+}
+
+export interface TestDatabase {
+  name: string;
+  url: string;
+  db: Kysely<Database>;
+  /** Closes this file's pool and drops its database. */
+  drop(): Promise<void>;
+}
+
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const template = await ensureTemplate();
+  const name = `trips_test_${randomBytes(6).toString('hex')}`;
+  await withAdmin(async (admin) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+        return;
+      } catch (error) {
+        // 55006: another clone of the same template is being made this instant; try again.
+        if ((error as { code?: string }).code !== '55006' || attempt > 20) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100));
+      }
+    }
+  });
+  const url = urlFor(name);
+  const db = createDb(url, { max: 5, applicationName: 'trips-test' });
+  return {
+    name,
+    url,
+    db,
+    drop: async () => {
+      await db.destroy();
+      await withAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    },
+  };
+}

@@ -1,0 +1,2 @@
+export { adminUrl, createTestDatabase, ensureTemplate, type TestDatabase } from './database.ts';
+export { waitFor } from './wait.ts';

@@ -1,0 +1,20 @@
+/** Polls until `check` returns a value other than undefined/false, instead of sleeping a guess. */
+export async function waitFor<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  { timeoutMs = 10_000, intervalMs = 25, what = 'condition' } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value as T;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
