@@ -1,0 +1,43 @@
+import { type Kysely } from 'kysely';
+import type { Database } from '../schema.ts';
+import { exactUpdatedAt, inSyncWindow, pageOf, type SyncPage, type SyncQuery } from './sync.ts';
+
+const paymentColumns = [
+  'p.id',
+  'p.trip_id',
+  'p.description',
+  'p.amount',
+  'p.currency',
+  'p.due_date',
+  'p.paid_at',
+  'p.created_at',
+  'p.updated_at',
+] as const;
+
+/** What the client sees is what the API sees: drafts and cancelled payments do not exist (D5). */
+function visiblePayments(db: Kysely<Database>, agencyId: string) {
+  return db
+    .selectFrom('payments as p')
+    .where('p.agency_id', '=', agencyId)
+    .where('p.visibility', '=', 'shown')
+    .where('p.cancelled_at', 'is', null);
+}
+
+export async function findPayment(db: Kysely<Database>, agencyId: string, id: string) {
+  return visiblePayments(db, agencyId).select(paymentColumns).where('p.id', '=', id).executeTakeFirst();
+}
+
+export type PaymentRecord = NonNullable<Awaited<ReturnType<typeof findPayment>>>;
+
+export async function listPayments(
+  db: Kysely<Database>,
+  agencyId: string,
+  query: SyncQuery,
+): Promise<SyncPage<PaymentRecord>> {
+  const builder = visiblePayments(db, agencyId).select([
+    ...paymentColumns,
+    exactUpdatedAt('p.updated_at').as('exact_updated_at'),
+  ]);
+  const rows = await (await inSyncWindow(db, builder, 'p', query)).execute();
+  return pageOf(rows, query.limit);
+}

@@ -1,0 +1,97 @@
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import type { Database } from '../schema.ts';
+
+/**
+ * The visibility horizon of `updated_since` sync (decisions.md D4).
+ *
+ * updated_at is always the writing transaction's start time (a trigger sets it), but the row only
+ * becomes visible when that transaction commits, possibly much later. A reader that returned rows
+ * up to time T and then asked for `updated_since=T` would skip a row written by a transaction
+ * that started before T and committed after the read. So lists only return rows older than the
+ * start of the oldest transaction still open in this database: every row committed later is
+ * guaranteed to carry an updated_at at or after this horizon, and the reader will get it next time.
+ *
+ * The API's database role must see other sessions' xact_start (pg_read_all_stats, e.g. by
+ * `GRANT pg_monitor`), see docs/operations.md.
+ */
+export async function syncHorizon(db: Kysely<Database>): Promise<string> {
+  const { rows } = await sql<{ horizon: string }>`
+    SELECT to_char(min(xact_start) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS horizon
+      FROM pg_stat_activity
+     WHERE datname = current_database() AND xact_start IS NOT NULL
+  `.execute(db);
+  // Our own statement is always in the view, so min() is never null here.
+  return rows[0]!.horizon;
+}
+
+/** A position in an (updated_at, id) ordered list, kept to the microsecond Postgres stores. */
+export interface SyncPosition {
+  updatedAt: string;
+  id: string;
+}
+
+export interface SyncPage<Row> {
+  rows: Row[];
+  /** Set when more rows follow; the position of the last row returned. */
+  next: SyncPosition | null;
+}
+
+/** `updated_at` as exact UTC text: JS Dates keep only milliseconds, which would break cursors. */
+export const exactUpdatedAt = (column: string) =>
+  sql<string>`to_char(${sql.ref(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+export interface SyncQuery {
+  updatedSince?: string | undefined;
+  after?: SyncPosition | undefined;
+  limit: number;
+  /**
+   * Only for the test that proves the horizon is needed: without it a concurrent writer's row
+   * can be skipped. Production callers never pass false.
+   */
+  useHorizon?: boolean;
+}
+
+/**
+ * Applies one sync window to a list query over `alias`: `updated_at >= updatedSince`, after the
+ * cursor position, before the horizon, in (updated_at, id) order, one extra row to learn has_more.
+ */
+// The three tables' builders share nothing nameable but these two type slots.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyListQuery = SelectQueryBuilder<Database, any, any>;
+
+export async function inSyncWindow<QB extends AnyListQuery>(
+  db: Kysely<Database>,
+  builder: QB,
+  alias: 't' | 'p' | 'c',
+  query: SyncQuery,
+): Promise<QB> {
+  const updatedAt = sql.ref(`${alias}.updated_at`);
+  const id = sql.ref(`${alias}.id`);
+  let q: AnyListQuery = builder;
+  if (query.updatedSince !== undefined)
+    q = q.where(sql<boolean>`${updatedAt} >= ${query.updatedSince}::timestamptz`);
+  if (query.after !== undefined) {
+    q = q.where(
+      sql<boolean>`(${updatedAt}, ${id}) > (${query.after.updatedAt}::timestamptz, ${query.after.id})`,
+    );
+  }
+  if (query.useHorizon !== false)
+    q = q.where(sql<boolean>`${updatedAt} < ${await syncHorizon(db)}::timestamptz`);
+  return q
+    .orderBy(updatedAt)
+    .orderBy(id)
+    .limit(query.limit + 1) as QB;
+}
+
+/** Cuts the extra row fetched to learn whether more follow, and strips the exact timestamp. */
+export function pageOf<Row extends { id: string; exact_updated_at: string }>(
+  rows: Row[],
+  limit: number,
+): SyncPage<Omit<Row, 'exact_updated_at'>> {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    rows: page.map(({ exact_updated_at: _exact, ...row }) => row),
+    next: rows.length > limit && last ? { updatedAt: last.exact_updated_at, id: last.id } : null,
+  };
+}
