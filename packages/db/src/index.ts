@@ -7,3 +7,4 @@ export * from './repositories/sync.ts';
 export * from './repositories/trips.ts';
 export * from './repositories/payments.ts';
 export * from './repositories/contacts.ts';
+export * from './repositories/demo.ts';
