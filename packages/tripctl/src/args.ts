@@ -1,0 +1,67 @@
+import { InvalidArgumentError } from 'commander';
+
+// Argument parsers for commander: a value they refuse becomes a usage error (exit 2) naming the
+// option, before any connection to the database is opened.
+
+/** D2's scope catalogue, in the order help and errors list it. */
+export const SCOPES = ['trips:read', 'payments:read', 'contacts:read', 'events:read'] as const;
+
+export const SUBSCRIPTIONS = ['trialing', 'active', 'expired'] as const;
+export const ROLES = ['owner', 'planner'] as const;
+
+/** Ids are opaque but typed (D4): one with the wrong prefix can never exist, so it is a typo. */
+export function idOf(prefix: string, what: string): (value: string) => string {
+  return (value) => {
+    const id = value.trim();
+    if (!new RegExp(`^${prefix}_[0-9A-Za-z]+$`).test(id)) {
+      throw new InvalidArgumentError(`'${value}' is not ${what} id (${prefix}_…).`);
+    }
+    return id;
+  };
+}
+
+export function parseBoolean(value: string): boolean {
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw new InvalidArgumentError(`'${value}' is not true or false.`);
+}
+
+export function parseScopes(value: string): string[] {
+  const scopes = [...new Set(value.split(',').map((s) => s.trim()))].filter((s) => s !== '');
+  if (scopes.length === 0) throw new InvalidArgumentError(`give at least one of ${SCOPES.join(', ')}.`);
+  const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+  if (unknown.length > 0) {
+    const list = unknown.map((s) => `'${s}'`).join(', ');
+    throw new InvalidArgumentError(
+      `unknown scope${unknown.length > 1 ? 's' : ''} ${list}; known scopes: ${SCOPES.join(', ')}.`,
+    );
+  }
+  return scopes;
+}
+
+/** The same shape the users table checks, so a typo is a usage error rather than a refused insert. */
+export function parseEmail(value: string): string {
+  const email = value.trim();
+  if (!/^[^@\s]+@[^@\s]+$/.test(email))
+    throw new InvalidArgumentError(`'${value}' is not an e-mail address.`);
+  return email;
+}
+
+export function parseName(value: string): string {
+  const name = value.trim();
+  if (name.length < 1 || name.length > 200) throw new InvalidArgumentError('a name has 1 to 200 characters.');
+  return name;
+}
+
+export function parseHttpUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError(`'${value}' is not a URL.`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new InvalidArgumentError(`'${value}' is not an http or https URL.`);
+  }
+  return value.replace(/\/+$/, '');
+}

@@ -1,0 +1,26 @@
+import { EnvReader, readCommonConfig } from '@trips/runtime';
+
+type Env = Record<string, string | undefined>;
+
+export interface TripctlConfig {
+  databaseUrl: string;
+}
+
+/**
+ * Read only when a command needs the database, so `tripctl --help` works whatever the environment.
+ * A bad value throws a ConfigError naming the variable (exit 2) before any connection is opened.
+ */
+export function readConfig(env: Env): Readonly<TripctlConfig> {
+  const reader = new EnvReader(env);
+  const { databaseUrl } = readCommonConfig(reader);
+  reader.done();
+  return Object.freeze({ databaseUrl });
+}
+
+/** The API's address on this machine, for the demo's curl line: PORT as the API reads it (D9). */
+export function defaultBaseUrl(env: Env): string {
+  const reader = new EnvReader(env);
+  const port = reader.int('PORT', 3000, { min: 1, max: 65_535 });
+  reader.done();
+  return `http://localhost:${port}`;
+}

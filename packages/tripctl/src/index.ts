@@ -1,0 +1,3 @@
+export { run, type RunOptions } from './program.ts';
+export { CliError } from './errors.ts';
+export { SCOPES } from './args.ts';

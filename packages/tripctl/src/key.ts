@@ -1,0 +1,61 @@
+import type { Command } from 'commander';
+import { createApiKey, revokeApiKey } from '@trips/db';
+import { requireAgency } from './agency.ts';
+import { idOf, parseName, parseScopes, SCOPES } from './args.ts';
+import { JSON_OPTION, type Context } from './context.ts';
+import { failure } from './errors.ts';
+import { printResult } from './output.ts';
+
+export function registerKey(program: Command, ctx: Context): void {
+  const key = program.command('key').description('create and revoke API keys');
+
+  key
+    .command('create')
+    .description('create an API key; the key is printed once and only its hash is stored')
+    .requiredOption('--agency <id>', 'the agency id (agy_…)', idOf('agy', 'an agency'))
+    .requiredOption('--scopes <list>', `comma-separated, from ${SCOPES.join(', ')}`, parseScopes)
+    .option('--name <name>', 'a label to recognise the key by', parseName)
+    .option(...JSON_OPTION)
+    .action(async (opts: { agency: string; scopes: string[]; name?: string; json?: boolean }) => {
+      const agency = await requireAgency(ctx, opts.agency);
+      const created = await createApiKey(ctx.db(), {
+        agencyId: agency.id,
+        scopes: opts.scopes,
+        name: opts.name ?? null,
+      });
+      // A key that cannot be used yet is still created; say why calls will be refused (spec 5.4).
+      if (!agency.api_enabled) {
+        ctx.io.stderr.write(
+          `note: API access is off for ${agency.id}; calls get 403 api_not_enabled until ` +
+            `'tripctl agency update ${agency.id} --api-enabled true'.\n`,
+        );
+      }
+      const trialOver = agency.trial_ends_at !== null && agency.trial_ends_at.getTime() < Date.now();
+      if (
+        agency.subscription_status === 'expired' ||
+        (agency.subscription_status === 'trialing' && trialOver)
+      ) {
+        ctx.io.stderr.write(
+          `note: the trial or subscription of ${agency.id} is over; calls get 403 subscription_inactive.\n`,
+        );
+      }
+      const label = opts.name ? ` "${opts.name}"` : '';
+      printResult(ctx.io, opts.json, { ...created, name: opts.name ?? null }, [
+        `Created key ${created.id}${label} for agency ${agency.id} "${agency.name}" with scopes ${created.scopes.join(', ')}.`,
+        'This is the only time the key is shown; store it now:',
+        created.key,
+      ]);
+    });
+
+  key
+    .command('revoke')
+    .description('revoke an API key at once; revoking an already revoked key changes nothing')
+    .argument('<id>', 'the key id (key_…)', idOf('key', 'a key'))
+    .option(...JSON_OPTION)
+    .action(async (id: string, opts: { json?: boolean }) => {
+      if (!(await revokeApiKey(ctx.db(), id))) throw failure(`no key ${id}.`);
+      printResult(ctx.io, opts.json, { id, revoked: true }, [
+        `Revoked key ${id}: calls with it now get 401 unauthorized.`,
+      ]);
+    });
+}

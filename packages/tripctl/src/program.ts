@@ -1,0 +1,76 @@
+import { Command, CommanderError } from 'commander';
+import type { Kysely } from 'kysely';
+import { createDb, type Database } from '@trips/db';
+import { registerAgency } from './agency.ts';
+import { readConfig } from './config.ts';
+import type { Context, Env } from './context.ts';
+import { registerDemo } from './demo.ts';
+import { toCliError } from './errors.ts';
+import { registerKey } from './key.ts';
+import { registerMigrate } from './migrate.ts';
+import type { Io } from './output.ts';
+import { registerUser } from './user.ts';
+
+export interface RunOptions extends Io {
+  env?: Env;
+}
+
+function buildProgram(ctx: Context): Command {
+  const program = new Command('tripctl')
+    .description(
+      "The platform team's admin CLI for the trip service: schema, agencies, users, keys, demo data.",
+    )
+    // Inherited by every subcommand made with .command(): commander reports its own usage errors
+    // through these instead of writing to the process and exiting it, which keeps run() testable.
+    .configureOutput({
+      writeOut: (text) => ctx.io.stdout.write(text),
+      writeErr: (text) => ctx.io.stderr.write(text),
+    })
+    .exitOverride()
+    .showHelpAfterError('(add --help for usage)');
+  registerMigrate(program, ctx);
+  registerAgency(program, ctx);
+  registerUser(program, ctx);
+  registerKey(program, ctx);
+  registerDemo(program, ctx);
+  return program;
+}
+
+/** commander has already printed its message; only --help and --version are a success. */
+function commanderExitCode(error: CommanderError): number {
+  return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? 0 : 2;
+}
+
+/**
+ * Runs one tripctl command line (without `node main.ts`) and answers its exit code: 0 done,
+ * 1 operational failure, 2 bad arguments or configuration. It never throws and never exits the
+ * process, and the database pool it may have opened is closed before it returns.
+ */
+export async function run(argv: string[], options: RunOptions): Promise<number> {
+  const env = options.env ?? process.env;
+  let db: Kysely<Database> | undefined;
+  let databaseUrl: string | undefined;
+  const ctx: Context = {
+    io: { stdout: options.stdout, stderr: options.stderr },
+    env,
+    db() {
+      if (!db) {
+        databaseUrl = readConfig(env).databaseUrl;
+        db = createDb(databaseUrl, { max: 2, applicationName: 'tripctl' });
+      }
+      return db;
+    },
+  };
+  try {
+    await buildProgram(ctx).parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) return commanderExitCode(error);
+    const cliError = toCliError(error, databaseUrl);
+    ctx.io.stderr.write(`error: ${cliError.message}\n`);
+    return cliError.exitCode;
+  } finally {
+    // An open pool would keep the process alive for its idle timeout after the work is done.
+    await db?.destroy().catch(() => {});
+  }
+}

@@ -1,0 +1,36 @@
+import { Option, type Command } from 'commander';
+import { createUser, type UserRole } from '@trips/db';
+import { requireAgency } from './agency.ts';
+import { idOf, parseEmail, ROLES } from './args.ts';
+import { JSON_OPTION, type Context } from './context.ts';
+import { failure } from './errors.ts';
+import { printResult } from './output.ts';
+
+export function registerUser(program: Command, ctx: Context): void {
+  const user = program.command('user').description('add people to agencies');
+
+  user
+    .command('create')
+    .description('add a user to an agency; only owners manage keys and webhooks')
+    .requiredOption('--agency <id>', 'the agency id (agy_…)', idOf('agy', 'an agency'))
+    .requiredOption('--email <email>', 'their e-mail address, unique across agencies', parseEmail)
+    .addOption(new Option('--role <role>', 'what they may do').choices(ROLES).makeOptionMandatory())
+    .option(...JSON_OPTION)
+    .action(async (opts: { agency: string; email: string; role: UserRole; json?: boolean }) => {
+      const agency = await requireAgency(ctx, opts.agency);
+      const created = await createUser(ctx.db(), {
+        agencyId: agency.id,
+        email: opts.email,
+        role: opts.role,
+      }).catch((error: unknown) => {
+        // users_email: one account per address, whatever its case, across all agencies.
+        if ((error as { code?: string }).code === '23505') {
+          throw failure(`a user with e-mail ${opts.email} already exists.`);
+        }
+        throw error;
+      });
+      printResult(ctx.io, opts.json, created, [
+        `Created ${created.role} ${created.id} <${created.email}> in agency ${agency.id} "${agency.name}".`,
+      ]);
+    });
+}
