@@ -1,0 +1,33 @@
+export { ID_PREFIXES, idPattern, type IdKind } from './ids.ts';
+export { SCOPES, EVENTS_SCOPE, type Scope } from './scopes.ts';
+export {
+  API_BASE_PATH,
+  OBJECTS,
+  OBJECT_TYPES,
+  objectUrl,
+  TRIP_STATUSES,
+  PAYMENT_STATUSES,
+  type ObjectType,
+  type TripStatus,
+  type PaymentStatus,
+} from './objects.ts';
+export {
+  EVENT_TYPES,
+  EVENT_TYPE_NAMES,
+  isEventType,
+  scopeForEventType,
+  eventTypesOf,
+  type EventType,
+} from './events.ts';
+export { ERROR_CODES, ERROR_CODE_NAMES, type ErrorCode } from './errors.ts';
+export type * from './types.ts';
+export { SCHEMAS, type JsonSchema } from './schemas.ts';
+export {
+  validate,
+  isValid,
+  assertValid,
+  ContractViolation,
+  type SchemaName,
+  type SchemaTypes,
+  type ValidationError,
+} from './validate.ts';

@@ -1,0 +1,122 @@
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { SCHEMAS } from './schemas.ts';
+import type { Contact, ErrorBody, Event, EventList, List, Payment, Trip } from './types.ts';
+
+/** The schemas one can validate against, with the type a value has once it passed. */
+export interface SchemaTypes {
+  Trip: Trip;
+  Payment: Payment;
+  Contact: Contact;
+  Event: Event;
+  TripList: List<Trip>;
+  PaymentList: List<Payment>;
+  ContactList: List<Contact>;
+  EventList: EventList;
+  Error: ErrorBody;
+}
+
+export type SchemaName = keyof SchemaTypes;
+
+export interface ValidationError {
+  /** JSON Pointer into the value, `''` for the value itself. */
+  path: string;
+  message: string;
+}
+
+/** Thrown by `assertValid`; the message lists every problem so one test run shows them all. */
+export class ContractViolation extends Error {
+  readonly schema: SchemaName;
+  readonly errors: ValidationError[];
+  constructor(schema: SchemaName, errors: ValidationError[], value: unknown) {
+    super(
+      `value does not match ${schema}:\n${errors.map((e) => `  - ${e.path || '(root)'} ${e.message}`).join('\n')}\n` +
+        `value: ${preview(value)}`,
+    );
+    this.name = 'ContractViolation';
+    this.schema = schema;
+    this.errors = errors;
+  }
+}
+
+// The schemas sit in the document under the same pointer as in OpenAPI, so their
+// `#/components/schemas/…` refs resolve here exactly as they do in openapi.json.
+const BUNDLE_ID = 'https://contracts.trips.invalid/schemas';
+
+// ajv-formats is CommonJS whose default export is the function itself under Node's ESM loader,
+// but a `.default` property under bundlers and jest; accept both.
+const addFormats = ((addFormatsModule as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv2020,
+) => Ajv2020;
+
+// One instance for the whole process: compiling is the expensive part and happens once per schema.
+// Strict, so a misspelt keyword fails instead of silently allowing anything; but neither
+// strictTypes nor strictRequired, which would make every if/then branch repeat the type and the
+// property definition the main schema already states.
+const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false, strictRequired: false });
+addFormats(ajv);
+ajv.addKeyword('components');
+ajv.addSchema({ $id: BUNDLE_ID, components: { schemas: SCHEMAS } });
+
+// Compiled eagerly, so a broken schema fails on import rather than on the first request using it.
+const validators = Object.fromEntries(
+  (
+    [
+      'Trip',
+      'Payment',
+      'Contact',
+      'Event',
+      'TripList',
+      'PaymentList',
+      'ContactList',
+      'EventList',
+      'Error',
+    ] as const
+  ).map((name) => [name, ajv.getSchema(`${BUNDLE_ID}#/components/schemas/${name}`)!]),
+) as Record<SchemaName, ValidateFunction>;
+
+/** Every way `value` breaks the schema; an empty array when it conforms. */
+export function validate(schema: SchemaName, value: unknown): ValidationError[] {
+  const check = validators[schema];
+  if (!check) throw new Error(`unknown schema '${String(schema)}'`);
+  if (check(value)) return [];
+  return (
+    (check.errors ?? [])
+      // "must match then schema" only repeats the error found inside the branch.
+      .filter((error) => error.keyword !== 'if')
+      .map((error) => ({ path: error.instancePath, message: describe(error) }))
+  );
+}
+
+export function isValid<N extends SchemaName>(schema: N, value: unknown): value is SchemaTypes[N] {
+  return validate(schema, value).length === 0;
+}
+
+/** Throws a `ContractViolation` naming every problem unless `value` conforms. */
+export function assertValid<N extends SchemaName>(
+  schema: N,
+  value: unknown,
+): asserts value is SchemaTypes[N] {
+  const errors = validate(schema, value);
+  if (errors.length > 0) throw new ContractViolation(schema, errors, value);
+}
+
+// ajv's messages leave out the one detail a reader needs for these keywords.
+function describe(error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `has unexpected property '${String(params.additionalProperty)}'`;
+    case 'enum':
+      return `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'const':
+      return `must be ${JSON.stringify(params.allowedValue)}`;
+    default:
+      return error.message ?? error.keyword;
+  }
+}
+
+function preview(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
+}
