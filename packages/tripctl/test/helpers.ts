@@ -1,0 +1,77 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { run } from '../src/program.ts';
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs tripctl in this process with its own env; output is captured, nothing reaches the terminal. */
+export async function cli(argv: string[], env: Record<string, string | undefined>): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await run(argv, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    env,
+  });
+  return { code, stdout, stderr };
+}
+
+/** The --json document of a command that must have succeeded; a failure shows its stderr. */
+export async function cliJson<T = Record<string, unknown>>(
+  argv: string[],
+  env: Record<string, string | undefined>,
+): Promise<T> {
+  const result = await cli([...argv, '--json'], env);
+  if (result.code !== 0) throw new Error(`tripctl ${argv.join(' ')} exited ${result.code}: ${result.stderr}`);
+  return JSON.parse(result.stdout) as T;
+}
+
+export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const mainTs = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+
+export interface ProcessResult extends CliResult {
+  /** Set when the process had to be killed: it did not end by itself within the timeout. */
+  signal: NodeJS.Signals | null;
+  ms: number;
+}
+
+/**
+ * Runs the real `node packages/tripctl/src/main.ts` as the README tells operators to. Node is
+ * process.execPath (Node 24 under jest), so type stripping is the same as in production.
+ */
+export function spawnCli(
+  argv: string[],
+  env: Record<string, string>,
+  timeoutMs = 8_000,
+): Promise<ProcessResult> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [mainTs, ...argv],
+      {
+        cwd: repoRoot,
+        env: { PATH: process.env.PATH ?? '', ...env },
+        timeout: timeoutMs,
+        killSignal: 'SIGKILL',
+      },
+      (error, stdout, stderr) => {
+        const failed = error as (Error & { code?: number | string; signal?: NodeJS.Signals }) | null;
+        resolve({
+          code: typeof failed?.code === 'number' ? failed.code : failed ? -1 : 0,
+          signal: failed?.signal ?? null,
+          stdout,
+          stderr,
+          ms: Date.now() - started,
+        });
+      },
+    );
+  });
+}
+
+/** Whatever went wrong, a user never sees a JavaScript stack trace. */
+export const STACK_TRACE = /^\s+at .+:\d+:\d+\)?$/m;
