@@ -1,6 +1,7 @@
 import type { Migration, MigrationProvider } from 'kysely/migration';
 import * as accounts from './0001_accounts.ts';
 import * as writeContract from './0002_write_contract.ts';
+import * as rateLimitBuckets from './0004_rate_limit_buckets.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -9,6 +10,7 @@ import * as writeContract from './0002_write_contract.ts';
 export const migrations: Record<string, Migration> = {
   '0001_accounts': accounts,
   '0002_write_contract': writeContract,
+  '0004_rate_limit_buckets': rateLimitBuckets,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,0 +1,55 @@
+import express, { Router, type Express } from 'express';
+import type { Kysely } from 'kysely';
+import type { Database } from '@trips/db';
+import type { Logger } from '@trips/runtime';
+import { authenticate } from './auth/authenticate.ts';
+import type { CredentialsCache } from './auth/credentials-cache.ts';
+import { ApiError, errorHandler } from './errors.ts';
+import { accessLog } from './http/access-log.ts';
+import { assignRequestId } from './http/request-id.ts';
+import { enforceRateLimit, takeRateLimitToken } from './rate-limit/middleware.ts';
+import type { TokenBucketStore } from './rate-limit/token-bucket.ts';
+import { KNOWN_PATHS, readApiRouter } from './routes/read-api.ts';
+import { docsRouter } from './routes/docs.ts';
+import { probesRouter } from './routes/system.ts';
+
+export interface ApiDependencies {
+  db: Kysely<Database>;
+  logger: Logger;
+  credentials: CredentialsCache;
+  onKeyUsed: (keyId: string) => void;
+  rateLimits: TokenBucketStore;
+}
+
+/**
+ * The request pipeline, in the order D1 ranks its answers:
+ * Request-Id → 401/403/403 (authenticate) → token taken, headers set → per route: 403 scope →
+ * 429 → 400 (params) → 404 (lookup). Unknown paths and methods answer after 429 too.
+ */
+export function createApp(deps: ApiDependencies): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('query parser', 'simple');
+
+  app.use(assignRequestId, accessLog(deps.logger));
+  app.use(probesRouter(deps.db));
+  app.use(docsRouter());
+
+  const api = Router();
+  api.use(authenticate(deps.credentials, deps.onKeyUsed), takeRateLimitToken(deps.rateLimits, deps.logger));
+  api.use(readApiRouter(deps.db));
+  api.all(KNOWN_PATHS, enforceRateLimit, (req) => {
+    throw new ApiError('method_not_allowed', `${req.method} is not allowed here; use GET.`);
+  });
+  api.use(enforceRateLimit, (req) => {
+    throw new ApiError('not_found', `No such path: ${req.method} /api/v1${req.path.slice(0, 200)}`);
+  });
+  app.use('/api/v1', api);
+
+  app.use((req) => {
+    throw new ApiError('not_found', `No such path: ${req.method} ${req.path.slice(0, 200)}`);
+  });
+  app.use(errorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,114 @@
+import pg from 'pg';
+import type { KeyCredentials } from '@trips/db';
+import type { Logger } from '@trips/runtime';
+
+interface Entry {
+  value: Promise<KeyCredentials | undefined>;
+  expiresAt: number;
+}
+
+/**
+ * Keys and their agency's status, cached per replica so a request costs no extra query.
+ *
+ * Staleness is bounded two ways: every change to api_keys or agencies fires a Postgres NOTIFY
+ * (a trigger, so any writer counts) that clears the cache at once on every replica, and each
+ * entry also expires after `ttlMs` in case a notification was missed while the listener was
+ * reconnecting. Unknown keys are not cached, so a flood of made-up keys cannot evict real ones.
+ */
+export class CredentialsCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly load: (hash: Buffer) => Promise<KeyCredentials | undefined>;
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+
+  constructor(
+    load: (hash: Buffer) => Promise<KeyCredentials | undefined>,
+    ttlMs: number,
+    maxEntries = 50_000,
+  ) {
+    this.load = load;
+    this.ttlMs = ttlMs;
+    this.maxEntries = maxEntries;
+  }
+
+  get(hash: Buffer): Promise<KeyCredentials | undefined> {
+    const id = hash.toString('base64');
+    const now = Date.now();
+    const cached = this.entries.get(id);
+    if (cached && cached.expiresAt > now) return cached.value;
+
+    // Concurrent requests with the same key share one load.
+    const value = this.load(hash);
+    const entry = { value, expiresAt: now + this.ttlMs };
+    this.entries.set(id, entry);
+    value.then(
+      (found) => {
+        if (!found && this.entries.get(id) === entry) this.entries.delete(id);
+      },
+      () => this.entries.get(id) === entry && this.entries.delete(id),
+    );
+    if (this.entries.size > this.maxEntries) {
+      // Map iteration is insertion order: the oldest entry goes first.
+      this.entries.delete(this.entries.keys().next().value!);
+    }
+    return value;
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}
+
+/**
+ * Keeps one connection LISTENing on `auth_changed` and clears the cache on each notification,
+ * and on every reconnect (notifications sent while disconnected are lost).
+ */
+export class AuthChangeListener {
+  private client: pg.Client | undefined;
+  private stopped = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly databaseUrl: string;
+  private readonly cache: CredentialsCache;
+  private readonly logger: Logger;
+
+  constructor(databaseUrl: string, cache: CredentialsCache, logger: Logger) {
+    this.databaseUrl = databaseUrl;
+    this.cache = cache;
+    this.logger = logger;
+  }
+
+  /** Resolves once listening, so a caller (a test) can rely on invalidation from then on. */
+  async start(): Promise<void> {
+    const client = new pg.Client({
+      connectionString: this.databaseUrl,
+      application_name: 'trips-api-listener',
+    });
+    client.on('notification', () => this.cache.clear());
+    client.on('error', (error) => {
+      this.logger.warn({ err: error }, 'auth change listener lost its connection; reconnecting');
+      this.reconnectSoon();
+    });
+    await client.connect();
+    await client.query('LISTEN auth_changed');
+    this.client = client;
+    this.cache.clear();
+  }
+
+  private reconnectSoon(): void {
+    this.cache.clear();
+    void this.client?.end().catch(() => {});
+    this.client = undefined;
+    if (this.stopped || this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.stopped) return;
+      this.start().catch(() => this.reconnectSoon());
+    }, 1_000);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    await this.client?.end().catch(() => {});
+  }
+}

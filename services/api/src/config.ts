@@ -1,0 +1,35 @@
+import { EnvReader, readCommonConfig } from '@trips/runtime';
+
+/** The API's settings (decisions.md D9 names), parsed once at start and frozen. */
+export function loadConfig(source: Record<string, string | undefined> = process.env) {
+  const env = new EnvReader(source);
+  const config = {
+    ...readCommonConfig(env),
+    port: env.int('PORT', 3000, { min: 0, max: 65535 }),
+    /** Postgres connections per replica; size max_connections for (replicas × this) + others. */
+    dbPoolSize: env.int('API_DB_POOL_SIZE', 10, { min: 1, max: 200 }),
+    rateLimit: {
+      perSecond: env.int('RATE_LIMIT_PER_SECOND', 50, { min: 1 }),
+      burst: env.int('RATE_LIMIT_BURST', 100, { min: 1 }),
+      /** Shared by every replica so the limit holds across them (D3); see docs/benchmarks.md. */
+      store: env.string('RATE_LIMIT_STORE', 'redis') as 'redis' | 'postgres',
+      redisUrl: env.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!,
+    },
+    /** How long a replica trusts a cached key before reloading it; changes also evict at once. */
+    keyCacheTtlMs: env.duration('API_KEY_CACHE_TTL', '60s'),
+    eventRetentionMs: env.duration('EVENT_RETENTION', '30d'),
+    shutdownDeadlineMs: env.duration('API_SHUTDOWN_DEADLINE', '20s'),
+  };
+  env.check(
+    ['redis', 'postgres'].includes(config.rateLimit.store),
+    `RATE_LIMIT_STORE must be redis or postgres (got '${config.rateLimit.store}')`,
+  );
+  env.check(
+    config.rateLimit.burst >= 1,
+    'RATE_LIMIT_BURST must be at least 1 so that a single request can ever pass',
+  );
+  env.done();
+  return Object.freeze(config);
+}
+
+export type ApiConfig = ReturnType<typeof loadConfig>;

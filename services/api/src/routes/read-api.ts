@@ -1,0 +1,63 @@
+import { Router } from 'express';
+import type { Kysely } from 'kysely';
+import {
+  findContact,
+  findPayment,
+  findTrip,
+  listContacts,
+  listPayments,
+  listTrips,
+  type Database,
+} from '@trips/db';
+import { presentContact, presentPayment, presentTrip, presentTripWithItinerary } from '../presenters.ts';
+import { resourceRouter } from './resources.ts';
+
+/** Trips, payments and contacts: the read API of interface.md 4.1 and 4.3 with D4/D5. */
+export function readApiRouter(db: Kysely<Database>): Router {
+  const router = Router();
+  router.use(
+    resourceRouter(db, {
+      path: '/trips',
+      noun: 'trip',
+      scope: 'trips:read',
+      find: findTrip,
+      list: listTrips,
+      present: presentTripWithItinerary,
+      presentInList: (row) => presentTrip(row),
+    }),
+  );
+  router.use(
+    resourceRouter(db, {
+      path: '/payments',
+      noun: 'payment',
+      scope: 'payments:read',
+      find: findPayment,
+      list: listPayments,
+      present: presentPayment,
+      presentInList: presentPayment,
+    }),
+  );
+  router.use(
+    resourceRouter(db, {
+      path: '/contacts',
+      noun: 'contact',
+      scope: 'contacts:read',
+      find: findContact,
+      list: listContacts,
+      present: presentContact,
+      presentInList: presentContact,
+    }),
+  );
+  return router;
+}
+
+/** Paths that exist under /api/v1 (for 405 versus 404), GET being the only method on each. */
+export const KNOWN_PATHS = [
+  '/trips',
+  '/trips/:id',
+  '/payments',
+  '/payments/:id',
+  '/contacts',
+  '/contacts/:id',
+  '/events',
+];

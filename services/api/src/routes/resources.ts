@@ -1,0 +1,50 @@
+import { Router } from 'express';
+import type { Kysely } from 'kysely';
+import type { Scope } from '@trips/contracts';
+import type { Database, SyncPage, SyncQuery } from '@trips/db';
+import { guard } from '../auth/scopes.ts';
+import { callerOf } from '../auth/authenticate.ts';
+import { ApiError } from '../errors.ts';
+import { encodeListCursor, readLimit, readListCursor, readQuery, readUpdatedSince } from '../http/params.ts';
+
+/** A read-only resource: retrieve by id, and list for `updated_since` sync (D4). */
+export interface ResourceSpec<Row, ListRow> {
+  path: `/${string}`;
+  noun: 'trip' | 'payment' | 'contact';
+  scope: Scope;
+  find(db: Kysely<Database>, agencyId: string, id: string): Promise<Row | undefined>;
+  list(db: Kysely<Database>, agencyId: string, query: SyncQuery): Promise<SyncPage<ListRow>>;
+  present(row: Row): object;
+  presentInList(row: ListRow): object;
+}
+
+const LIST_PARAMS = ['updated_since', 'limit', 'cursor'] as const;
+
+export function resourceRouter<Row, ListRow>(db: Kysely<Database>, spec: ResourceSpec<Row, ListRow>): Router {
+  const router = Router();
+
+  router.get(`${spec.path}/:id`, ...guard(spec.scope), async (req, res) => {
+    readQuery(req, []);
+    const id = String(req.params.id);
+    // Another agency's object and a missing one get the very same answer (D1).
+    const row = await spec.find(db, callerOf(req).agencyId, id);
+    if (!row) throw new ApiError('not_found', `No ${spec.noun} '${id.slice(0, 100)}' in this agency.`);
+    res.json(spec.present(row));
+  });
+
+  router.get(spec.path, ...guard(spec.scope), async (req, res) => {
+    const query = readQuery(req, LIST_PARAMS);
+    const limit = readLimit(query.limit, { max: 200, fallback: 50 });
+    const updatedSince = readUpdatedSince(query.updated_since);
+    const after = readListCursor(query.cursor);
+    const page = await spec.list(db, callerOf(req).agencyId, { updatedSince, after, limit });
+    res.json({
+      object: 'list',
+      data: page.rows.map((row) => spec.presentInList(row)),
+      next_cursor: page.next ? encodeListCursor(page.next) : null,
+      has_more: page.next !== null,
+    });
+  });
+
+  return router;
+}

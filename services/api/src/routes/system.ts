@@ -1,0 +1,23 @@
+import { Router } from 'express';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '@trips/db';
+
+/** Probes for Kubernetes: liveness checks nothing outside the process, readiness checks Postgres. */
+export function probesRouter(db: Kysely<Database>): Router {
+  const router = Router();
+  router.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  router.get('/readyz', async (_req, res) => {
+    try {
+      await Promise.race([
+        sql`SELECT 1`.execute(db),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2_000).unref()),
+      ]);
+      res.json({ status: 'ready' });
+    } catch {
+      res.status(503).json({ status: 'unavailable', checks: { postgres: 'unreachable' } });
+    }
+  });
+  return router;
+}

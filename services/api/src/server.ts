@@ -1,0 +1,60 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createDb, findKeyCredentials } from '@trips/db';
+import type { Logger } from '@trips/runtime';
+import { createApp } from './app.ts';
+import { AuthChangeListener, CredentialsCache } from './auth/credentials-cache.ts';
+import { KeyUsageRecorder } from './auth/key-usage.ts';
+import type { ApiConfig } from './config.ts';
+import {
+  PostgresTokenBucketStore,
+  RedisTokenBucketStore,
+  type TokenBucketStore,
+} from './rate-limit/token-bucket.ts';
+
+export interface RunningApi {
+  server: Server;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Opens every dependency, then listens. Used by main.ts, the tests and the benchmark alike. */
+export async function startApi(config: ApiConfig, logger: Logger): Promise<RunningApi> {
+  const db = createDb(config.databaseUrl, { max: config.dbPoolSize, applicationName: 'trips-api' });
+  const credentials = new CredentialsCache((hash) => findKeyCredentials(db, hash), config.keyCacheTtlMs);
+  const listener = new AuthChangeListener(config.databaseUrl, credentials, logger);
+  await listener.start();
+  const keyUsage = new KeyUsageRecorder(db, logger);
+  keyUsage.start();
+  const rateLimits: TokenBucketStore =
+    config.rateLimit.store === 'postgres'
+      ? new PostgresTokenBucketStore(db, config.rateLimit)
+      : new RedisTokenBucketStore(config.rateLimit.redisUrl, config.rateLimit);
+
+  const app = createApp({ db, logger, credentials, onKeyUsed: keyUsage.used, rateLimits });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.port, (error?: Error) => (error ? reject(error) : resolve(s)));
+  });
+  // Longer than a load balancer's idle timeout, so it never reuses a socket we just closed.
+  server.keepAliveTimeout = 65_000;
+  const { port } = server.address() as AddressInfo;
+  logger.info({ port }, 'api listening');
+
+  return {
+    server,
+    url: `http://127.0.0.1:${port}`,
+    // Reverse order of opening: stop taking requests and let in-flight ones finish first, since
+    // they still need the pool, the caches and the rate-limit store; then flush key usage (it
+    // writes through the pool), and close the pool last.
+    async stop() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await keyUsage.stop();
+      await rateLimits.close();
+      await listener.stop();
+      await db.destroy();
+    },
+  };
+}

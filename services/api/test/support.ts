@@ -1,0 +1,85 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import type { Kysely } from 'kysely';
+import { createAgency, createApiKey, type Database } from '@trips/db';
+import type { TestDatabase } from '@trips/testkit';
+import { loadConfig } from '../src/config.ts';
+import { startApi, type RunningApi } from '../src/server.ts';
+
+/** Everything the API logged, so a test can assert what never appears in a log line. */
+export class LogCapture {
+  readonly lines: string[] = [];
+  readonly logger = pino(
+    { level: 'debug', redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } },
+    new Writable({
+      write: (chunk: Buffer, _enc, done) => {
+        this.lines.push(chunk.toString());
+        done();
+      },
+    }),
+  );
+  text(): string {
+    return this.lines.join('');
+  }
+}
+
+export async function startTestApi(t: TestDatabase, env: Record<string, string> = {}) {
+  const logs = new LogCapture();
+  const config = loadConfig({
+    DATABASE_URL: t.url,
+    PORT: '0',
+    RATE_LIMIT_PER_SECOND: '100000',
+    RATE_LIMIT_BURST: '100000',
+    ...env,
+  });
+  const api: RunningApi = await startApi(config, logs.logger);
+  return { ...api, logs };
+}
+
+export interface Fixture {
+  agencyId: string;
+  key: string;
+  keyId: string;
+}
+
+export async function agencyWithKey(
+  db: Kysely<Database>,
+  scopes: string[] = ['trips:read', 'payments:read', 'contacts:read', 'events:read'],
+  agency: Parameters<typeof createAgency>[1] = {
+    name: 'Fairway Tours',
+    apiEnabled: true,
+    subscriptionStatus: 'active',
+  },
+): Promise<Fixture> {
+  const { id: agencyId } = await createAgency(db, agency);
+  const { key, id: keyId } = await createApiKey(db, { agencyId, scopes });
+  return { agencyId, key, keyId };
+}
+
+export async function insertTrip(
+  db: Kysely<Database>,
+  agencyId: string,
+  values: Record<string, unknown> = {},
+) {
+  return db
+    .insertInto('trips')
+    .values({ agency_id: agencyId, title: 'Algarve spring', num_days: 7, ...values } as never)
+    .returning(['id'])
+    .executeTakeFirstOrThrow();
+}
+
+export function client(baseUrl: string, key?: string) {
+  return async (path: string, init: RequestInit = {}) => {
+    const headers = new Headers(init.headers);
+    if (key !== undefined && !headers.has('authorization')) headers.set('authorization', `Bearer ${key}`);
+    const res = await fetch(`${baseUrl}${path}`, { ...init, headers });
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+    }
+    return { status: res.status, headers: res.headers, body: body as Record<string, any>, text };
+  };
+}
