@@ -8,3 +8,6 @@ export * from './repositories/trips.ts';
 export * from './repositories/payments.ts';
 export * from './repositories/contacts.ts';
 export * from './repositories/demo.ts';
+export * from './repositories/outbox.ts';
+export * from './repositories/events.ts';
+export * from './repositories/groups.ts';

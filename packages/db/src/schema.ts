@@ -125,6 +125,10 @@ export interface Database {
   payments: PaymentsTable;
   contacts: ContactsTable;
   trip_contacts: TripContactsTable;
+  outbox: OutboxTable;
+  events: EventsTable;
+  events_unpublished: EventsUnpublishedTable;
+  event_groups: EventGroupsTable;
 }
 
 export type Agency = Selectable<AgenciesTable>;
@@ -133,3 +137,55 @@ export type ApiKey = Selectable<ApiKeysTable>;
 export type TripRow = Selectable<TripsTable>;
 export type PaymentRow = Selectable<PaymentsTable>;
 export type ContactRow = Selectable<ContactsTable>;
+
+export type OutboxSource = 'trips' | 'itineraries' | 'trip_options' | 'payments' | 'contacts' | 'trip_contacts';
+export type OutboxOp = 'insert' | 'update' | 'delete';
+export type EventObjectType = 'trip' | 'payment' | 'contact';
+
+/** Changes captured by triggers in the writer's transaction (migration 0003). */
+export interface OutboxTable {
+  id: Generated<number>;
+  agency_id: string;
+  source: OutboxSource;
+  op: OutboxOp;
+  old: Record<string, unknown> | null;
+  new: Record<string, unknown> | null;
+  created_at: Timestamp;
+}
+
+/** The event record, partitioned by day on created_at; seq is the GET /events reading order. */
+export interface EventsTable {
+  seq: number;
+  id: DbDefault<string>;
+  agency_id: string;
+  type: string;
+  object_type: EventObjectType;
+  object_id: string;
+  data: ColumnType<Record<string, unknown>, string | undefined, string>;
+  created_at: Timestamp;
+}
+
+/** Recorded events the broker has not confirmed yet. */
+export interface EventsUnpublishedTable {
+  seq: number;
+  id: string;
+  agency_id: string;
+  type: string;
+  object_type: EventObjectType;
+  object_id: string;
+  data: ColumnType<Record<string, unknown>, string, string>;
+  created_at: Timestamp;
+}
+
+/** Pending *.updated events, one per object. */
+export interface EventGroupsTable {
+  object_type: EventObjectType;
+  object_id: string;
+  agency_id: string;
+  first_change_at: Timestamp;
+  last_change_at: Timestamp;
+  due_at: Timestamp;
+}
+
+export type OutboxRow = Selectable<OutboxTable>;
+export type EventRow = Selectable<EventsTable>;

@@ -1,2 +1,3 @@
 export { adminUrl, createTestDatabase, ensureTemplate, type TestDatabase } from './database.ts';
 export { waitFor } from './wait.ts';
+export * from './amqp.ts';

@@ -1,6 +1,7 @@
 import type { Migration, MigrationProvider } from 'kysely/migration';
 import * as accounts from './0001_accounts.ts';
 import * as writeContract from './0002_write_contract.ts';
+import * as eventCapture from './0003_event_capture.ts';
 import * as rateLimitBuckets from './0004_rate_limit_buckets.ts';
 
 /**
@@ -10,6 +11,7 @@ import * as rateLimitBuckets from './0004_rate_limit_buckets.ts';
 export const migrations: Record<string, Migration> = {
   '0001_accounts': accounts,
   '0002_write_contract': writeContract,
+  '0003_event_capture': eventCapture,
   '0004_rate_limit_buckets': rateLimitBuckets,
 };
 

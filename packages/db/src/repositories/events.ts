@@ -1,0 +1,170 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database, EventObjectType } from '../schema.ts';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** An event about to be recorded; id, seq and created_at are given by the database. */
+export interface NewEvent {
+  agencyId: string;
+  type: string;
+  objectType: EventObjectType;
+  objectId: string;
+  data: Record<string, unknown>;
+}
+
+export interface StoredEvent {
+  seq: number;
+  id: string;
+  agency_id: string;
+  type: string;
+  object_type: EventObjectType;
+  object_id: string;
+  data: Record<string, unknown>;
+  created_at: Date;
+}
+
+/**
+ * Records events in the order given, each also queued for publishing, in the caller's transaction.
+ *
+ * The caller must hold RECORD_LOCK (outbox.ts): seq values are taken only under that lock and the
+ * holder commits before the next takes any, so events become visible in seq order, which is what
+ * lets GET /events read `seq > cursor` without ever skipping one (decisions.md D6). The ORDER BY
+ * subquery is not flattened by the planner, so nextval() runs in input order.
+ */
+export async function insertEvents(trx: Transaction<Database>, events: NewEvent[]): Promise<StoredEvent[]> {
+  if (events.length === 0) return [];
+  const result = await sql<StoredEvent>`
+    WITH input AS (
+      SELECT * FROM unnest(${events.map((e) => e.agencyId)}::text[], ${events.map((e) => e.type)}::text[],
+                           ${events.map((e) => e.objectType)}::text[], ${events.map((e) => e.objectId)}::text[],
+                           ${events.map((e) => JSON.stringify(e.data))}::text[])
+        WITH ORDINALITY AS u(agency_id, type, object_type, object_id, data, ord)
+    ), numbered AS (
+      SELECT nextval('events_seq') AS seq, gen_id('evt') AS id, i.agency_id, i.type, i.object_type,
+             i.object_id, i.data::jsonb AS data, date_trunc('milliseconds', clock_timestamp()) AS created_at
+        FROM (SELECT * FROM input ORDER BY ord) i
+    ), recorded AS (
+      INSERT INTO events (seq, id, agency_id, type, object_type, object_id, data, created_at)
+        SELECT seq, id, agency_id, type, object_type, object_id, data, created_at FROM numbered
+        RETURNING *
+    )
+    INSERT INTO events_unpublished (seq, id, agency_id, type, object_type, object_id, data, created_at)
+      SELECT seq, id, agency_id, type, object_type, object_id, data, created_at FROM recorded
+      RETURNING *`.execute(trx);
+  return result.rows.sort((a, b) => a.seq - b.seq);
+}
+
+const DAY_MS = 86_400_000;
+const PARTITION_NAME = /^events_p(\d{4})(\d{2})(\d{2})$/;
+
+function partitionName(dayStartMs: number): string {
+  return `events_p${new Date(dayStartMs).toISOString().slice(0, 10).replaceAll('-', '')}`;
+}
+
+/** Names of the existing day partitions with the start of their day (UTC, ms). */
+export async function listEventPartitions(db: Db): Promise<{ name: string; dayStart: number }[]> {
+  const result = await sql<{ name: string }>`
+    SELECT c.relname AS name FROM pg_inherits i
+      JOIN pg_class c ON c.oid = i.inhrelid
+     WHERE i.inhparent = 'events'::regclass`.execute(db);
+  return result.rows
+    .map((r) => ({ name: r.name, match: PARTITION_NAME.exec(r.name) }))
+    .filter((r) => r.match)
+    .map((r) => ({ name: r.name, dayStart: Date.UTC(+r.match![1]!, +r.match![2]! - 1, +r.match![3]!) }))
+    .sort((a, b) => a.dayStart - b.dayStart);
+}
+
+/**
+ * Makes sure a partition exists for every UTC day from `from` to `daysAhead` days after it, and
+ * answers the end of the last one (ms): events can be recorded until then. Call under RECORD_LOCK
+ * so replicas do not race on the DDL.
+ */
+export async function ensureEventPartitions(trx: Db, from: Date, daysAhead: number): Promise<number> {
+  const existing = new Set((await listEventPartitions(trx)).map((p) => p.dayStart));
+  const first = Math.floor(from.getTime() / DAY_MS) * DAY_MS;
+  for (let day = first; day <= first + daysAhead * DAY_MS; day += DAY_MS) {
+    if (existing.has(day)) continue;
+    const lower = new Date(day).toISOString();
+    const upper = new Date(day + DAY_MS).toISOString();
+    await sql
+      .raw(
+        `CREATE TABLE IF NOT EXISTS ${partitionName(day)} PARTITION OF events FOR VALUES FROM ('${lower}') TO ('${upper}')`,
+      )
+      .execute(trx);
+  }
+  return first + (daysAhead + 1) * DAY_MS;
+}
+
+/**
+ * Retention: drops every day partition that ended before `cutoff` (now - EVENT_RETENTION). A whole
+ * partition goes at once, so the cost does not grow with the number of events. Answers the names
+ * dropped. GET /events filters by created_at as well, so retention is exact to the millisecond
+ * for readers even while a partition still waits for its day to end.
+ */
+export async function dropExpiredEventPartitions(trx: Db, cutoff: Date): Promise<string[]> {
+  const dropped: string[] = [];
+  for (const p of await listEventPartitions(trx)) {
+    if (p.dayStart + DAY_MS > cutoff.getTime()) continue;
+    await sql.raw(`DROP TABLE IF EXISTS ${p.name}`).execute(trx);
+    dropped.push(p.name);
+  }
+  return dropped;
+}
+
+/** Oldest unpublished events first. The caller holds PUBLISH_LOCK, so there is one publisher. */
+export async function takeUnpublished(trx: Transaction<Database>, limit: number): Promise<StoredEvent[]> {
+  return (await trx
+    .selectFrom('events_unpublished')
+    .selectAll()
+    .orderBy('seq')
+    .limit(limit)
+    .execute()) as StoredEvent[];
+}
+
+/** Forgets events RabbitMQ has confirmed. */
+export async function markPublished(trx: Transaction<Database>, seqs: number[]): Promise<void> {
+  if (seqs.length === 0) return;
+  await sql`DELETE FROM events_unpublished WHERE seq = ANY(${seqs}::bigint[])`.execute(trx);
+}
+
+export interface EventPage {
+  events: StoredEvent[];
+  /** The largest seq visible to this statement over all agencies: "where you are now". */
+  visibleSeq: number;
+  /** The database's clock when the page was read. */
+  now: Date;
+}
+
+/**
+ * One page of an agency's events with seq > afterSeq, oldest first, plus the position a reader can
+ * resume from when it has seen everything. One statement, so both come from one snapshot: every
+ * event with seq <= visibleSeq is already committed (see insertEvents), so nothing the reader is
+ * allowed to see can appear later behind that position.
+ */
+export async function readEventPage(
+  db: Db,
+  input: { agencyId: string; afterSeq: number; types: string[]; limit: number; retentionMs: number },
+): Promise<EventPage> {
+  const result = await sql<{ page: StoredEvent[] | null; visible_seq: string | null; now: Date }>`
+    WITH page AS (
+      SELECT seq, id, agency_id, type, object_type, object_id, data, created_at FROM events
+       WHERE agency_id = ${input.agencyId} AND seq > ${input.afterSeq}
+         AND type = ANY(${input.types}::text[])
+         AND created_at > now() - make_interval(secs => ${input.retentionMs / 1000})
+       ORDER BY seq LIMIT ${input.limit}
+    )
+    SELECT (SELECT json_agg(page ORDER BY seq) FROM page) AS page,
+           (SELECT max(seq) FROM events) AS visible_seq,
+           now() AS now`.execute(db);
+  const row = result.rows[0]!;
+  const events = (row.page ?? []).map((e) => ({
+    ...e,
+    seq: Number(e.seq),
+    created_at: new Date(e.created_at),
+  }));
+  return {
+    events,
+    visibleSeq: Math.max(Number(row.visible_seq ?? 0), input.afterSeq),
+    now: new Date(row.now),
+  };
+}

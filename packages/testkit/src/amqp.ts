@@ -1,0 +1,124 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import amqplib from 'amqplib';
+
+/** Tests read the broker from AMQP_URL (the machine's own RabbitMQ, or CI's). */
+export const amqpUrl = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+
+/** A random prefix for exchange and queue names, so test files running at once never collide. */
+export function randomAmqpPrefix(): string {
+  return `test.${randomBytes(4).toString('hex')}.`;
+}
+
+export interface ReceivedMessage {
+  routingKey: string;
+  messageId: string | undefined;
+  type: string | undefined;
+  headers: Record<string, unknown>;
+  persistent: boolean;
+  body: unknown;
+}
+
+export interface TestQueue {
+  name: string;
+  /** Every message received so far, in arrival order. */
+  messages: ReceivedMessage[];
+  /** Stops consuming, deletes the queue and closes the connection. */
+  close(): Promise<void>;
+}
+
+/**
+ * A durable queue bound to `exchange` (asserted as a durable topic exchange) that collects what
+ * arrives. Durable so it survives a broker stop_app/start_app; it reconnects and resumes
+ * consuming when its connection drops. `close()` deletes it; call it in afterAll.
+ */
+export async function collectMessages(exchange: string, pattern = '#'): Promise<TestQueue> {
+  const name = `${exchange}.collect.${randomBytes(3).toString('hex')}`;
+  const messages: ReceivedMessage[] = [];
+  let closed = false;
+  let connection: amqplib.ChannelModel | undefined;
+
+  const open = async () => {
+    const conn = await amqplib.connect(amqpUrl);
+    conn.on('error', () => {});
+    conn.on('close', () => {
+      if (!closed) setTimeout(() => void reopen(), 250);
+    });
+    const ch = await conn.createChannel();
+    await ch.assertExchange(exchange, 'topic', { durable: true });
+    await ch.assertQueue(name, { durable: true });
+    await ch.bindQueue(name, exchange, pattern);
+    await ch.consume(name, (msg) => {
+      if (!msg) return;
+      messages.push({
+        routingKey: msg.fields.routingKey,
+        messageId: msg.properties.messageId as string | undefined,
+        type: msg.properties.type as string | undefined,
+        headers: (msg.properties.headers ?? {}) as Record<string, unknown>,
+        persistent: msg.properties.deliveryMode === 2,
+        body: JSON.parse(msg.content.toString('utf8')),
+      });
+      ch.ack(msg);
+    });
+    connection = conn;
+  };
+  const reopen = async () => {
+    while (!closed) {
+      try {
+        await open();
+        return;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  };
+  await open();
+
+  return {
+    name,
+    messages,
+    close: async () => {
+      closed = true;
+      await deleteAmqpObjects({ queues: [name] });
+      await connection?.close().catch(() => {});
+    },
+  };
+}
+
+/** Deletes queues and exchanges a test made; missing ones are fine. */
+export async function deleteAmqpObjects(names: { queues?: string[]; exchanges?: string[] }): Promise<void> {
+  const conn = await amqplib.connect(amqpUrl);
+  try {
+    for (const q of names.queues ?? []) {
+      const ch = await conn.createChannel();
+      await ch.deleteQueue(q).catch(() => {});
+      await ch.close().catch(() => {});
+    }
+    for (const x of names.exchanges ?? []) {
+      const ch = await conn.createChannel();
+      await ch.deleteExchange(x).catch(() => {});
+      await ch.close().catch(() => {});
+    }
+  } finally {
+    await conn.close().catch(() => {});
+  }
+}
+
+const run = promisify(execFile);
+
+/**
+ * Stops the local RabbitMQ application (the Erlang node stays up) for a test of reconnection, and
+ * answers a function that starts it again. Always call that in a `finally`: other test files share
+ * the broker. Needs rabbitmqctl on PATH and the right to use it (root on the dev machine).
+ */
+export async function stopBroker(): Promise<() => Promise<void>> {
+  await run('rabbitmqctl', ['stop_app'], { timeout: 60_000 });
+  let started = false;
+  return async () => {
+    if (started) return;
+    started = true;
+    await run('rabbitmqctl', ['start_app'], { timeout: 60_000 });
+    await run('rabbitmqctl', ['await_startup'], { timeout: 60_000 }).catch(() => {});
+  };
+}

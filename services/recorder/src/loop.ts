@@ -1,0 +1,67 @@
+import type { Logger } from '@trips/runtime';
+
+/**
+ * Runs `work` again and again: at once while it finds something to do, after `idleMs` when it
+ * finds nothing, after a growing back-off (up to 5 s) when it fails. `kick()` ends an idle wait
+ * early. `stop()` lets the current round finish (the current batch commits or rolls back whole)
+ * and resolves once it has.
+ */
+export class Loop {
+  private readonly name: string;
+  private readonly work: () => Promise<number>;
+  private readonly idleMs: number;
+  private readonly logger: Logger;
+  private stopping = false;
+  private wake: (() => void) | undefined;
+  private running: Promise<void> | undefined;
+  /** Time of the last round that finished without error: /healthz reports a stuck loop. */
+  lastSuccessAt = Date.now();
+
+  constructor(name: string, work: () => Promise<number>, idleMs: number, logger: Logger) {
+    this.name = name;
+    this.work = work;
+    this.idleMs = idleMs;
+    this.logger = logger;
+  }
+
+  start(): void {
+    this.running ??= this.run();
+  }
+
+  kick(): void {
+    this.wake?.();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.kick();
+    await this.running;
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopping) {
+      let delay = this.idleMs;
+      try {
+        const done = await this.work();
+        this.lastSuccessAt = Date.now();
+        failures = 0;
+        if (done > 0) delay = 0;
+      } catch (error) {
+        failures++;
+        delay = Math.min(5_000, 100 * 2 ** Math.min(failures, 6));
+        this.logger.error({ err: error, loop: this.name, failures, retryInMs: delay }, 'round failed');
+      }
+      if (delay > 0 && !this.stopping) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delay);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = undefined;
+      }
+    }
+  }
+}

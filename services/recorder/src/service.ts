@@ -1,0 +1,97 @@
+import type { Server } from 'node:http';
+import { sql, type Kysely } from 'kysely';
+import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-connection-manager';
+import type { ConfirmChannel } from 'amqplib';
+import { createDb, type Database } from '@trips/db';
+import type { Logger } from '@trips/runtime';
+import { eventsExchange, type RecorderConfig } from './config.ts';
+import { startHealthServer, portOf } from './health.ts';
+import { Loop } from './loop.ts';
+import { Publisher } from './publisher.ts';
+import { Recorder } from './recorder.ts';
+
+export interface RecorderService {
+  readonly recorder: Recorder;
+  readonly publisher: Publisher;
+  /** The port /healthz and /readyz answer on (useful when configured as 0). */
+  readonly healthPort: number;
+  stop(): Promise<void>;
+}
+
+/** Opens the dependencies, starts the loops and the health server. */
+export async function startRecorderService(config: RecorderConfig, logger: Logger): Promise<RecorderService> {
+  const db: Kysely<Database> = createDb(config.databaseUrl, { max: 4, applicationName: 'trips-recorder' });
+  const exchange = eventsExchange(config);
+
+  const connection: AmqpConnectionManager = amqp.connect([config.amqpUrl], {
+    heartbeatIntervalInSeconds: 10,
+  });
+  connection.on('connect', () => logger.info('connected to RabbitMQ'));
+  connection.on('disconnect', ({ err }) => logger.warn({ err }, 'disconnected from RabbitMQ; reconnecting'));
+  const channel: ChannelWrapper = connection.createChannel({
+    name: 'events-publisher',
+    confirm: true,
+    setup: async (ch: ConfirmChannel) => {
+      await ch.assertExchange(exchange, 'topic', { durable: true });
+    },
+  });
+
+  const recorder = new Recorder(db, config, logger.child({ component: 'recorder' }));
+  const publisher = new Publisher(
+    db,
+    channel,
+    { exchange, batchSize: config.batchSize, publishTimeoutMs: config.publishTimeoutMs },
+    logger.child({ component: 'publisher' }),
+  );
+  await recorder.maintain();
+
+  const publishLoop = new Loop('publish', () => publisher.runBatch(), config.pollMs, logger);
+  const recordLoop = new Loop(
+    'record',
+    async () => {
+      const { changes, events } = await recorder.runBatch();
+      // Publish right after the commit instead of at the publisher's next poll.
+      if (events.length) publishLoop.kick();
+      return changes + events.length;
+    },
+    config.pollMs,
+    logger,
+  );
+  const maintainLoop = new Loop(
+    'maintain',
+    async () => (await recorder.maintain(), 0),
+    config.maintenanceMs,
+    logger,
+  );
+
+  const health: Server = await startHealthServer(config.healthPort, {
+    live: () => true,
+    ready: async () => {
+      await sql`SELECT 1`.execute(db);
+      return true;
+    },
+  });
+  recordLoop.start();
+  publishLoop.start();
+  maintainLoop.start();
+  logger.info({ exchange, healthPort: portOf(health) }, 'recorder started');
+
+  return {
+    recorder,
+    publisher,
+    healthPort: portOf(health),
+    async stop() {
+      // Reverse order of start. The loops first: each finishes its current batch, which commits or
+      // rolls back whole, so nothing is half-recorded. The publisher's loop must end before the
+      // channel closes (its batch waits for confirms), and both loops before the pool closes
+      // (they use it). The health server goes last-but-pool so probes see a live process until then.
+      await Promise.all([recordLoop.stop(), maintainLoop.stop()]);
+      await publishLoop.stop();
+      await channel.close();
+      await connection.close();
+      await new Promise((resolve) => health.close(resolve));
+      await db.destroy();
+      logger.info('recorder stopped');
+    },
+  };
+}
