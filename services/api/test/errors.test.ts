@@ -1,0 +1,108 @@
+import { assertValid } from '@trips/contracts';
+import { createDb } from '@trips/db';
+import { createTestDatabase, type TestDatabase } from '@trips/testkit';
+import { createApp } from '../src/app.ts';
+import { CredentialsCache } from '../src/auth/credentials-cache.ts';
+import type { TokenBucketStore } from '../src/rate-limit/token-bucket.ts';
+import { agencyWithKey, client, LogCapture, startTestApi, type Fixture } from './support.ts';
+
+let t: TestDatabase;
+let api: Awaited<ReturnType<typeof startTestApi>>;
+let own: Fixture;
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  api = await startTestApi(t);
+  own = await agencyWithKey(t.db);
+});
+afterAll(async () => {
+  await api.stop();
+  await t.drop();
+});
+
+test.each([
+  ['/api/v1/unknown', 'an unknown resource'],
+  ['/api/v1/trips/trp_1/extra', 'a path under a resource'],
+  ['/api/v2/trips', 'another version'],
+  ['/nothing-here', 'a path outside the API'],
+])('%s (%s) is 404 not_found in the D1 body', async (path) => {
+  const res = await client(api.url, own.key)(path);
+  expect(res.status).toBe(404);
+  assertValid('Error', res.body);
+  expect(res.body.error.code).toBe('not_found');
+});
+
+test('an unknown path under /api/v1 without a key is 401: authentication ranks first (D1)', async () => {
+  const res = await client(api.url)('/api/v1/unknown');
+  expect(res.status).toBe(401);
+});
+
+test.each(['POST', 'PUT', 'PATCH', 'DELETE'])(
+  '%s on a known path is 405 method_not_allowed',
+  async (method) => {
+    const res = await client(api.url, own.key)('/api/v1/trips', { method });
+    expect(res.status).toBe(405);
+    assertValid('Error', res.body);
+    expect(res.body.error.code).toBe('method_not_allowed');
+  },
+);
+
+test('every response carries Request-Id, equal to the body request_id on errors', async () => {
+  const responses = await Promise.all(
+    ['/healthz', '/api/v1/trips', '/api/v1/nope', '/readyz'].map((p) => client(api.url, own.key)(p)),
+  );
+  const ids = responses.map((r) => r.headers.get('request-id'));
+  for (const id of ids) expect(id).toMatch(/^req_[A-Za-z0-9_-]{16}$/);
+  expect(new Set(ids).size).toBe(ids.length);
+  expect(responses[2]!.body.error.request_id).toBe(ids[2]);
+});
+
+test('an undecodable path is a 400, not a 500', async () => {
+  const res = await client(api.url, own.key)('/api/v1/trips/%E0%A4%A');
+  expect(res.status).toBe(400);
+  expect(res.body.error.code).toBe('invalid_request');
+});
+
+test('/healthz checks nothing outside the process; /readyz checks Postgres', async () => {
+  expect((await client(api.url)('/healthz')).body).toEqual({ status: 'ok' });
+  expect((await client(api.url)('/readyz')).status).toBe(200);
+});
+
+describe('when Postgres is unreachable', () => {
+  const logs = new LogCapture();
+  const db = createDb('postgres://postgres@127.0.0.1:1/nowhere_db_host_secret', { max: 1 });
+  const noLimit: TokenBucketStore = {
+    take: async () => ({ allowed: true, limit: 1, remaining: 1, resetSeconds: 0, retryAfterSeconds: 1 }),
+    close: async () => {},
+  };
+  let url: string;
+  let server: import('node:http').Server;
+  beforeAll(async () => {
+    const credentials = new CredentialsCache(async () => {
+      await db.selectFrom('api_keys').selectAll().execute();
+      return undefined;
+    }, 1000);
+    const app = createApp({ db, logger: logs.logger, credentials, onKeyUsed: () => {}, rateLimits: noLimit });
+    server = app.listen(0);
+    await new Promise((resolve) => server.once('listening', resolve));
+    url = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.close();
+    await db.destroy();
+  });
+
+  test('a request answers a bare 500 internal_error that leaks nothing, and the error is logged', async () => {
+    const res = await client(url, own.key)('/api/v1/trips/trp_x');
+    expect(res.status).toBe(500);
+    assertValid('Error', res.body);
+    expect(res.body.error.code).toBe('internal_error');
+    expect(res.text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|nowhere|secret|postgres|at .*\.ts|stack|select/i);
+    expect(logs.text()).toMatch(/unhandled error/);
+  });
+
+  test('/readyz says unavailable with 503 while /healthz stays 200', async () => {
+    expect((await client(url)('/readyz')).status).toBe(503);
+    expect((await client(url)('/healthz')).status).toBe(200);
+  });
+});

@@ -1,0 +1,144 @@
+import http from 'node:http';
+import fc from 'fast-check';
+import { isValid } from '@trips/contracts';
+import { createTestDatabase, type TestDatabase } from '@trips/testkit';
+import { agencyWithKey, client, insertTrip, startTestApi, type Fixture } from './support.ts';
+
+let t: TestDatabase;
+let api: Awaited<ReturnType<typeof startTestApi>>;
+let own: Fixture;
+let tripId: string;
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  api = await startTestApi(t);
+  own = await agencyWithKey(t.db);
+  tripId = (await insertTrip(t.db, own.agencyId)).id;
+});
+afterAll(async () => {
+  await api.stop();
+  await t.drop();
+});
+
+const printable = fc.string({
+  unit: fc.constantFrom(...'abcXYZ019_-.~!$&\'()*+,;=:@/%?#[]{}|\\^`"<> '.split('')),
+  maxLength: 40,
+});
+const percentJunk = fc.constantFrom('%', '%0', '%zz', '%00', '%E0%A4%A', '%C0%AF', '%2e%2e%2f', '%ff', '%25');
+const segment = fc.oneof(
+  printable,
+  percentJunk,
+  fc.constantFrom('trips', 'payments', 'contacts', 'events', 'trp_x', '..', '.'),
+);
+
+const path = fc
+  .tuple(
+    fc.constantFrom('/api/v1/', '/api/v1/trips/', '/api/v1/trips', '/api/', '/', '/docs/', '/api/v1/events'),
+    fc.array(segment, { maxLength: 4 }),
+  )
+  .map(([prefix, parts]) => encodeUnsafe(prefix + parts.join('/')));
+
+const query = fc
+  .array(
+    fc.tuple(
+      fc.constantFrom(
+        'limit',
+        'cursor',
+        'updated_since',
+        'after',
+        'types',
+        'x',
+        'limit[]',
+        'limit[a]',
+        '__proto__',
+        'constructor',
+      ),
+      fc.oneof(
+        printable,
+        percentJunk,
+        fc.integer().map(String),
+        fc.constantFrom('', '9'.repeat(400), '2026-13-45T99:99:99Z'),
+      ),
+    ),
+    { maxLength: 4 },
+  )
+  .map((pairs) => (pairs.length ? '?' + pairs.map(([k, v]) => `${k}=${encodeUnsafe(v)}`).join('&') : ''));
+
+const authorization = fc.oneof(
+  fc.constant(undefined),
+  fc.constant('VALID'),
+  fc.constant('VALID_WITH_JUNK'),
+  printable.map((s) => `Bearer ${s}`),
+  fc
+    .string({ unit: fc.constantFrom(...'abcdefABCDEF0123456789'.split('')), minLength: 0, maxLength: 80 })
+    .map((s) => `Bearer tps_${s}`),
+  printable,
+);
+
+const method = fc.constantFrom('GET', 'GET', 'GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH');
+
+/** Node's client refuses control characters and spaces in a path; anything else goes raw. */
+function encodeUnsafe(text: string): string {
+  return text.replace(/[\s"<>\\^`{|}]/g, (c) => encodeURIComponent(c));
+}
+
+function send(
+  request: { method: string; path: string; authorization: string | undefined },
+  agent: http.Agent,
+) {
+  const headers: Record<string, string> = {};
+  if (request.authorization === 'VALID') headers.authorization = `Bearer ${own.key}`;
+  else if (request.authorization === 'VALID_WITH_JUNK') headers.authorization = `Bearer ${own.key}x`;
+  else if (request.authorization !== undefined) headers.authorization = request.authorization;
+  const url = new URL(api.url);
+  return new Promise<{ status: number; body: string; type: string | undefined }>((resolve, reject) => {
+    const req = http.request(
+      { host: url.hostname, port: url.port, method: request.method, path: request.path, headers, agent },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, body, type: res.headers['content-type'] }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('10,000 generated malformed requests: no 500, every error in the D1 shape, the process stays up', async () => {
+  const requests = fc.sample(
+    fc.record({ method, path: fc.tuple(path, query).map(([p, q]) => p + q), authorization }),
+    { numRuns: 10_000, seed: 20261121 },
+  );
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  const statuses = new Map<number, number>();
+  const failures: string[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < requests.length) {
+      const request = requests[next++]!;
+      const res = await send(request, agent);
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      if (res.status >= 500) failures.push(`${res.status} ${request.method} ${request.path}`);
+      if (res.status >= 400 && request.method !== 'HEAD') {
+        let body: unknown;
+        try {
+          body = JSON.parse(res.body);
+        } catch {
+          failures.push(`non-JSON ${res.status} for ${request.method} ${request.path}`);
+        }
+        if (body !== undefined && !isValid('Error', body))
+          failures.push(`bad error body for ${request.path}: ${res.body}`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+  agent.destroy();
+  expect(failures.slice(0, 10)).toEqual([]);
+  // The generator really did reach the interesting answers, not just 401s.
+  for (const status of [200, 400, 401, 404, 405]) expect(statuses.get(status) ?? 0).toBeGreaterThan(0);
+  const health = await client(api.url)('/healthz');
+  expect(health.status).toBe(200);
+  expect((await client(api.url, own.key)(`/api/v1/trips/${tripId}`)).status).toBe(200);
+}, 120_000);

@@ -1,0 +1,251 @@
+import { sql } from 'kysely';
+import pg from 'pg';
+import { assertValid } from '@trips/contracts';
+import { listTrips } from '@trips/db';
+import { createTestDatabase, type TestDatabase } from '@trips/testkit';
+import { agencyWithKey, client, insertTrip, startTestApi, type Fixture } from './support.ts';
+
+let t: TestDatabase;
+let api: Awaited<ReturnType<typeof startTestApi>>;
+let own: Fixture;
+let other: Fixture;
+let get: ReturnType<typeof client>;
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  api = await startTestApi(t);
+  own = await agencyWithKey(t.db);
+  other = await agencyWithKey(t.db, undefined, {
+    name: 'Other',
+    apiEnabled: true,
+    subscriptionStatus: 'active',
+  });
+  get = client(api.url, own.key);
+});
+afterAll(async () => {
+  await api.stop();
+  await t.drop();
+});
+
+async function readAll(path: string, params: Record<string, string>) {
+  const seen: any[] = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  do {
+    const query = new URLSearchParams({ ...params, ...(cursor && { cursor }) });
+    const res = await get(`${path}?${query}`);
+    expect(res.status).toBe(200);
+    assertValid(
+      `${path === '/api/v1/trips' ? 'Trip' : path === '/api/v1/payments' ? 'Payment' : 'Contact'}List` as never,
+      res.body,
+    );
+    seen.push(...res.body.data);
+    cursor = res.body.next_cursor;
+    expect(res.body.has_more).toBe(cursor !== null);
+    pages++;
+  } while (cursor);
+  return { seen, pages };
+}
+
+describe('GET /trips', () => {
+  test('pages through every trip in (updated_at, id) order, non_golfers null, no other agency', async () => {
+    const ids = [];
+    for (let i = 0; i < 7; i++) {
+      const trip = await insertTrip(t.db, own.agencyId, { title: `Trip ${i}` });
+      if (i % 2) await t.db.insertInto('itineraries').values({ trip_id: trip.id, non_golfers: 2 }).execute();
+      ids.push(trip.id);
+    }
+    await insertTrip(t.db, other.agencyId);
+    await insertTrip(t.db, own.agencyId, { is_template: true });
+    const { seen, pages } = await readAll('/api/v1/trips', { limit: '3' });
+    expect(pages).toBe(3);
+    expect(seen.map((trip) => trip.id).sort()).toEqual([...ids].sort());
+    for (const trip of seen) expect(trip.travelers.non_golfers).toBeNull();
+    const order = seen.map((trip) => `${trip.updated_at}|${trip.id}`);
+    expect(order).toEqual([...order].sort());
+  });
+
+  test('updated_since returns trips changed at or after it', async () => {
+    const before = await insertTrip(t.db, own.agencyId);
+    await sql`SELECT pg_sleep(0.02)`.execute(t.db);
+    const since = new Date().toISOString();
+    await sql`SELECT pg_sleep(0.02)`.execute(t.db);
+    const after = await insertTrip(t.db, own.agencyId);
+    await t.db.updateTable('trips').set({ title: 'Renamed' }).where('id', '=', before.id).execute();
+    const { seen } = await readAll('/api/v1/trips', { updated_since: since });
+    expect(seen.map((trip) => trip.id).sort()).toEqual([before.id, after.id].sort());
+  });
+
+  test('default limit is 50 and the maximum 200', async () => {
+    for (let i = 0; i < 55; i++) await insertTrip(t.db, own.agencyId);
+    const res = await get('/api/v1/trips');
+    expect(res.body.data).toHaveLength(50);
+    expect(res.body.has_more).toBe(true);
+    expect((await get('/api/v1/trips?limit=200')).status).toBe(200);
+  });
+
+  test.each([
+    ['limit=0', 'limit'],
+    ['limit=201', 'limit'],
+    ['limit=abc', 'limit'],
+    ['limit=1.5', 'limit'],
+    ['limit=1&limit=2', 'limit'],
+    ['updated_since=yesterday', 'updated_since'],
+    ['updated_since=2026-02-30T00:00:00Z', 'updated_since'],
+    ['updated_since=2026-11-21T10:15:30', 'updated_since'],
+    ['cursor=garbage!', 'cursor'],
+    [`cursor=${Buffer.from('{"u":"x","i":"y"}').toString('base64url')}`, 'cursor'],
+    ['updatedSince=2026-01-01T00:00:00Z', 'updatedSince'],
+  ])('?%s is 400 invalid_request naming %s', async (query, param) => {
+    const res = await get(`/api/v1/trips?${query}`);
+    expect(res.status).toBe(400);
+    assertValid('Error', res.body);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', param });
+  });
+});
+
+describe('payments and contacts (D5)', () => {
+  test('a shown payment is returned; drafts and cancelled ones are 404 and never listed', async () => {
+    const trip = await insertTrip(t.db, own.agencyId);
+    const base = {
+      agency_id: own.agencyId,
+      trip_id: trip.id,
+      description: 'Deposit',
+      amount: 120000,
+      currency: 'EUR',
+    };
+    const [shown, paid, draft, cancelled] = await t.db
+      .insertInto('payments')
+      .values([
+        { ...base, visibility: 'shown', due_date: '2027-01-15' },
+        { ...base, visibility: 'shown', amount_paid: 120000, paid_at: '2026-11-20T08:00:00.000Z' },
+        { ...base, visibility: 'draft' },
+        { ...base, visibility: 'shown', cancelled_at: new Date() },
+      ])
+      .returning('id')
+      .execute();
+    const res = await get(`/api/v1/payments/${shown!.id}`);
+    assertValid('Payment', res.body);
+    expect(res.body).toMatchObject({
+      object: 'payment',
+      id: shown!.id,
+      trip_id: trip.id,
+      amount: 120000,
+      currency: 'EUR',
+      due_date: '2027-01-15',
+      status: 'open',
+      paid_at: null,
+    });
+    expect((await get(`/api/v1/payments/${paid!.id}`)).body).toMatchObject({
+      status: 'paid',
+      paid_at: '2026-11-20T08:00:00.000Z',
+    });
+    for (const hidden of [draft!, cancelled!])
+      expect((await get(`/api/v1/payments/${hidden.id}`)).status).toBe(404);
+    const { seen } = await readAll('/api/v1/payments', {});
+    expect(seen.map((p) => p.id).sort()).toEqual([shown!.id, paid!.id].sort());
+  });
+
+  test('a contact lists its trips, templates excluded; other agencies see 404', async () => {
+    const trip = await insertTrip(t.db, own.agencyId);
+    const template = await insertTrip(t.db, own.agencyId, { is_template: true });
+    const contact = await t.db
+      .insertInto('contacts')
+      .values({
+        agency_id: own.agencyId,
+        first_name: 'Rory',
+        last_name: 'Fairway',
+        email: 'rory@example.com',
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await t.db
+      .insertInto('trip_contacts')
+      .values([
+        { agency_id: own.agencyId, trip_id: trip.id, contact_id: contact.id },
+        { agency_id: own.agencyId, trip_id: template.id, contact_id: contact.id },
+      ])
+      .execute();
+    const res = await get(`/api/v1/contacts/${contact.id}`);
+    assertValid('Contact', res.body);
+    expect(res.body).toMatchObject({
+      object: 'contact',
+      email: 'rory@example.com',
+      phone: null,
+      trip_ids: [trip.id],
+    });
+    expect((await client(api.url, other.key)(`/api/v1/contacts/${contact.id}`)).status).toBe(404);
+    const { seen } = await readAll('/api/v1/contacts', {});
+    expect(seen.map((c) => c.id)).toContain(contact.id);
+  });
+});
+
+describe('list sync under concurrent writers', () => {
+  /**
+   * Writers update trips in transactions that pause before committing, so rows become visible
+   * out of updated_at order. A reader syncs with updated_since = the newest updated_at it saw.
+   * Every committed update must be seen. The same reader without the horizon must miss some,
+   * which proves this test can fail.
+   */
+  async function syncRace(useHorizon: boolean) {
+    const tripIds = [];
+    for (let i = 0; i < 20; i++) tripIds.push((await insertTrip(t.db, own.agencyId)).id);
+    const committed = new Map<string, number>(); // trip id → last committed version
+    const seen = new Map<string, number>();
+    let writing = true;
+
+    const writer = async (n: number) => {
+      const conn = new pg.Client({ connectionString: t.url });
+      await conn.connect();
+      for (let v = 1; v <= 12; v++) {
+        const id = tripIds[(n * 7 + v) % tripIds.length]!;
+        await conn.query('BEGIN');
+        const { rows } = await conn.query(
+          `UPDATE trips SET golfers = golfers + 1 WHERE id = $1 RETURNING golfers`,
+          [id],
+        );
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 40));
+        await conn.query('COMMIT');
+        committed.set(id, Math.max(committed.get(id) ?? 0, rows[0].golfers));
+      }
+      await conn.end();
+    };
+
+    const reader = async () => {
+      let since: string | undefined;
+      const readOnce = async () => {
+        let after;
+        do {
+          const page = await listTrips(t.db, own.agencyId, {
+            updatedSince: since,
+            after,
+            limit: 50,
+            useHorizon,
+          });
+          for (const row of page.rows) {
+            seen.set(row.id, Math.max(seen.get(row.id) ?? 0, row.golfers));
+            const at = row.updated_at.toISOString();
+            if (!since || at > since) since = at;
+          }
+          after = page.next ?? undefined;
+        } while (after);
+      };
+      while (writing) {
+        await readOnce();
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await readOnce(); // one last sync after the writers are done
+    };
+
+    const readerDone = reader();
+    await Promise.all(Array.from({ length: 8 }, (_, n) => writer(n)));
+    writing = false;
+    await readerDone;
+    return [...committed].filter(([id, version]) => (seen.get(id) ?? 0) < version).length;
+  }
+
+  test('the horizon makes the reader miss nothing; a naive reader misses some', async () => {
+    expect(await syncRace(true)).toBe(0);
+    expect(await syncRace(false)).toBeGreaterThan(0);
+  });
+});

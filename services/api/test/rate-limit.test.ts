@@ -1,0 +1,156 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { assertValid } from '@trips/contracts';
+import { createApiKey } from '@trips/db';
+import { createTestDatabase, waitFor, type TestDatabase } from '@trips/testkit';
+import { agencyWithKey, client, insertTrip, startTestApi, type Fixture } from './support.ts';
+
+let t: TestDatabase;
+let own: Fixture;
+let tripId: string;
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  own = await agencyWithKey(t.db);
+  tripId = (await insertTrip(t.db, own.agencyId)).id;
+});
+afterAll(() => t.drop());
+
+// One token a second: each burst below is over in milliseconds, so its counts are exact.
+const TIGHT = { RATE_LIMIT_BURST: '3', RATE_LIMIT_PER_SECOND: '1' };
+
+describe.each(['redis', 'postgres'])('the %s token bucket', (store) => {
+  let api: Awaited<ReturnType<typeof startTestApi>>;
+  beforeAll(async () => {
+    api = await startTestApi(t, { ...TIGHT, RATE_LIMIT_STORE: store });
+  });
+  afterAll(() => api.stop());
+
+  test('allows the burst, then 429 rate_limited with Retry-After; headers on every response', async () => {
+    const { key } = await createApiKey(t.db, { agencyId: own.agencyId, scopes: ['trips:read'] });
+    const get = client(api.url, key);
+    const statuses: number[] = [];
+    const remaining: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await get(`/api/v1/trips/${tripId}`);
+      statuses.push(res.status);
+      remaining.push(res.headers.get('ratelimit-remaining')!);
+      expect(res.headers.get('ratelimit-limit')).toBe('3');
+      expect(Number(res.headers.get('ratelimit-reset'))).toBeGreaterThanOrEqual(0);
+      if (res.status === 429) {
+        assertValid('Error', res.body);
+        expect(res.body.error.code).toBe('rate_limited');
+        expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+      }
+    }
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+    expect(remaining.slice(0, 3)).toEqual(['2', '1', '0']);
+    // Tokens come back at the configured rate: within about one second here.
+    await waitFor(async () => (await get(`/api/v1/trips/${tripId}`)).status === 200, {
+      timeoutMs: 3_000,
+      what: 'refill',
+    });
+  });
+
+  test('D1 order: a limited key still gets 403 for a missing scope, and 429 before 400 and 404', async () => {
+    const { key } = await createApiKey(t.db, { agencyId: own.agencyId, scopes: ['trips:read'] });
+    const get = client(api.url, key);
+    for (let i = 0; i < 3; i++) await get(`/api/v1/trips/${tripId}`);
+    expect((await get('/api/v1/payments/pay_x')).body.error.code).toBe('insufficient_scope');
+    expect((await get('/api/v1/trips?limit=0')).body.error.code).toBe('rate_limited');
+    expect((await get('/api/v1/trips/trp_missing')).body.error.code).toBe('rate_limited');
+    expect((await get('/api/v1/no-such-path')).body.error.code).toBe('rate_limited');
+  });
+
+  test('each key has its own bucket', async () => {
+    const first = await createApiKey(t.db, { agencyId: own.agencyId, scopes: ['trips:read'] });
+    const second = await createApiKey(t.db, { agencyId: own.agencyId, scopes: ['trips:read'] });
+    for (let i = 0; i < 3; i++) await client(api.url, first.key)(`/api/v1/trips/${tripId}`);
+    expect((await client(api.url, first.key)(`/api/v1/trips/${tripId}`)).status).toBe(429);
+    expect((await client(api.url, second.key)(`/api/v1/trips/${tripId}`)).status).toBe(200);
+  });
+});
+
+test('when Redis is unreachable requests go through without RateLimit headers (fail open)', async () => {
+  const api = await startTestApi(t, { ...TIGHT, REDIS_URL: 'redis://127.0.0.1:1' });
+  try {
+    const statuses = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await client(api.url, own.key)(`/api/v1/trips/${tripId}`);
+      statuses.push(res.status);
+      expect(res.headers.get('ratelimit-limit')).toBeNull();
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200]);
+    expect(api.logs.text()).toMatch(/rate limit store unreachable/);
+  } finally {
+    await api.stop();
+  }
+});
+
+describe('two API processes share one limit (D3)', () => {
+  const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+  const children: ChildProcess[] = [];
+  const urls: string[] = [];
+
+  async function freePort(): Promise<number> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    await new Promise((resolve) => server.close(resolve));
+    return port;
+  }
+
+  beforeAll(async () => {
+    for (let i = 0; i < 2; i++) {
+      const port = await freePort();
+      const child = spawn(process.execPath, [main], {
+        env: {
+          ...process.env,
+          DATABASE_URL: t.url,
+          PORT: String(port),
+          RATE_LIMIT_BURST: '10',
+          RATE_LIMIT_PER_SECOND: '1',
+          LOG_LEVEL: 'warn',
+        },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+      children.push(child);
+      urls.push(`http://127.0.0.1:${port}`);
+    }
+    for (const url of urls) {
+      await waitFor(async () => (await fetch(`${url}/healthz`)).ok, { timeoutMs: 15_000, what: `${url} up` });
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            child.once('exit', (code) => {
+              expect(code).toBe(0); // SIGTERM is a clean, graceful stop
+              resolve();
+            });
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+  });
+
+  test('20 requests alternating between the replicas: 10 pass in all, not 10 each', async () => {
+    const { key } = await createApiKey(t.db, { agencyId: own.agencyId, scopes: ['trips:read'] });
+    const byReplica = [0, 0];
+    for (let i = 0; i < 20; i++) {
+      const res = await client(urls[i % 2]!, key)(`/api/v1/trips/${tripId}`);
+      if (res.status === 200) byReplica[i % 2]!++;
+      else expect(res.status).toBe(429);
+    }
+    const passed = byReplica[0]! + byReplica[1]!;
+    // 10 from the burst, plus at most one refilled token if the loop took over a second.
+    expect(passed).toBeGreaterThanOrEqual(10);
+    expect(passed).toBeLessThanOrEqual(11);
+    expect(byReplica[0]).toBeGreaterThan(0);
+    expect(byReplica[1]).toBeGreaterThan(0);
+  });
+});
