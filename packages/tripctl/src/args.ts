@@ -1,10 +1,11 @@
 import { InvalidArgumentError } from 'commander';
+import { SCOPES } from '@trips/contracts';
 
 // Argument parsers for commander: a value they refuse becomes a usage error (exit 2) naming the
 // option, before any connection to the database is opened.
 
-/** D2's scope catalogue, in the order help and errors list it. */
-export const SCOPES = ['trips:read', 'payments:read', 'contacts:read', 'events:read'] as const;
+/** D2's scope catalogue, from the contracts so tripctl, the API and the database agree. */
+export { SCOPES };
 
 export const SUBSCRIPTIONS = ['trialing', 'active', 'expired'] as const;
 export const ROLES = ['owner', 'planner'] as const;

@@ -1,3 +1,2 @@
 export { run, type RunOptions } from './program.ts';
 export { CliError } from './errors.ts';
-export { SCOPES } from './args.ts';
