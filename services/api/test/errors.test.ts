@@ -1,3 +1,5 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { assertValid } from '@trips/contracts';
 import { createDb } from '@trips/db';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
@@ -76,7 +78,7 @@ describe('when Postgres is unreachable', () => {
     close: async () => {},
   };
   let url: string;
-  let server: import('node:http').Server;
+  let server: Server;
   beforeAll(async () => {
     const credentials = new CredentialsCache(async () => {
       await db.selectFrom('api_keys').selectAll().execute();
@@ -85,7 +87,7 @@ describe('when Postgres is unreachable', () => {
     const app = createApp({ db, logger: logs.logger, credentials, onKeyUsed: () => {}, rateLimits: noLimit });
     server = app.listen(0);
     await new Promise((resolve) => server.once('listening', resolve));
-    url = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
   afterAll(async () => {
     server.close();
