@@ -290,14 +290,12 @@ export const SCHEMAS = {
         param: {
           type: 'string',
           minLength: 1,
-          description: 'The query parameter at fault (with `invalid_request`).',
+          description: 'With `invalid_request`: the query parameter at fault, when one is.',
         },
       },
       {
-        // Only `param` is optional, and `invalid_request` always names it.
+        // `param` names the query parameter at fault; a 400 about something else has none.
         required: ['code', 'message', 'request_id'],
-        if: { properties: { code: { const: 'invalid_request' } } },
-        then: { required: ['param'] },
       },
     ),
   }),

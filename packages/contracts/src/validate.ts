@@ -50,10 +50,9 @@ const addFormats = ((addFormatsModule as { default?: unknown }).default ?? addFo
 ) => Ajv2020;
 
 // One instance for the whole process: compiling is the expensive part and happens once per schema.
-// Strict, so a misspelt keyword fails instead of silently allowing anything; but neither
-// strictTypes nor strictRequired, which would make every if/then branch repeat the type and the
-// property definition the main schema already states.
-const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false, strictRequired: false });
+// Strict, so a misspelt keyword or required name fails instead of silently allowing anything; but
+// not strictTypes, which would make every if/then branch repeat the type the main schema states.
+const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false });
 addFormats(ajv);
 ajv.addKeyword('components');
 ajv.addSchema({ $id: BUNDLE_ID, components: { schemas: SCHEMAS } });
