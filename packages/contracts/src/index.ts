@@ -31,3 +31,13 @@ export {
   type SchemaTypes,
   type ValidationError,
 } from './validate.ts';
+export {
+  openapiDocument,
+  type OpenApiDocument,
+  type Operation,
+  type Parameter,
+  type PathItem,
+  type Response,
+  type Header,
+  type Ref,
+} from './openapi.ts';
