@@ -39,7 +39,8 @@ export function createApp(deps: ApiDependencies): Express {
   const api = Router();
   api.use(authenticate(deps.credentials, deps.onKeyUsed), takeRateLimitToken(deps.rateLimits, deps.logger));
   api.use(readApiRouter(deps.db));
-  api.all(KNOWN_PATHS, enforceRateLimit, (req) => {
+  api.all(KNOWN_PATHS, enforceRateLimit, (req, res) => {
+    res.setHeader('Allow', 'GET, HEAD');
     throw new ApiError('method_not_allowed', `${req.method} is not allowed here; use GET.`);
   });
   api.use(enforceRateLimit, (req) => {

@@ -46,6 +46,7 @@ test.each(['POST', 'PUT', 'PATCH', 'DELETE'])(
     expect(res.status).toBe(405);
     assertValid('Error', res.body);
     expect(res.body.error.code).toBe('method_not_allowed');
+    expect(res.headers.get('allow')).toBe('GET, HEAD');
   },
 );
 
