@@ -11,6 +11,7 @@ import { enforceRateLimit, takeRateLimitToken } from './rate-limit/middleware.ts
 import type { TokenBucketStore } from './rate-limit/token-bucket.ts';
 import { KNOWN_PATHS, readApiRouter } from './routes/read-api.ts';
 import { docsRouter } from './routes/docs.ts';
+import { eventsRouter } from './routes/events.ts';
 import { probesRouter } from './routes/system.ts';
 
 export interface ApiDependencies {
@@ -39,6 +40,7 @@ export function createApp(deps: ApiDependencies): Express {
   const api = Router();
   api.use(authenticate(deps.credentials, deps.onKeyUsed), takeRateLimitToken(deps.rateLimits, deps.logger));
   api.use(readApiRouter(deps.db));
+  api.use(eventsRouter(deps));
   api.all(KNOWN_PATHS, enforceRateLimit, (req, res) => {
     res.setHeader('Allow', 'GET, HEAD');
     throw new ApiError('method_not_allowed', `${req.method} is not allowed here; use GET.`);

@@ -109,3 +109,12 @@ describe('when Postgres is unreachable', () => {
     expect((await client(url)('/healthz')).status).toBe(200);
   });
 });
+
+test('the OpenAPI document is public and describes every read endpoint', async () => {
+  const res = await client(api.url)('/api/v1/openapi.json');
+  expect(res.status).toBe(200);
+  expect(res.body.openapi).toMatch(/^3\.1\./);
+  for (const path of ['/api/v1/trips/{id}', '/api/v1/trips', '/api/v1/payments/{id}', '/api/v1/contacts']) {
+    expect(Object.keys(res.body.paths)).toContain(path);
+  }
+});

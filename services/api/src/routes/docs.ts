@@ -1,7 +1,13 @@
 import { Router } from 'express';
+import { openapiDocument } from '@trips/contracts';
 
-/** The public contract: the OpenAPI document and its human-readable reference page. */
+/** The public contract, readable without a key: the OpenAPI document and its reference page. */
 export function docsRouter(): Router {
   const router = Router();
+  // Serialised once: the document is fixed for the life of the process.
+  const openapiJson = JSON.stringify(openapiDocument);
+  router.get('/api/v1/openapi.json', (_req, res) => {
+    res.type('application/json').send(openapiJson);
+  });
   return router;
 }
