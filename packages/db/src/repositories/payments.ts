@@ -14,10 +14,15 @@ const paymentColumns = [
   'p.updated_at',
 ] as const;
 
-/** What the client sees is what the API sees: drafts and cancelled payments do not exist (D5). */
+/**
+ * What the client sees is what the API sees: drafts, cancelled payments and the payments of a
+ * template (which is not a trip) do not exist (D5).
+ */
 function visiblePayments(db: Kysely<Database>, agencyId: string) {
   return db
     .selectFrom('payments as p')
+    .innerJoin('trips as pt', 'pt.id', 'p.trip_id')
+    .where('pt.is_template', '=', false)
     .where('p.agency_id', '=', agencyId)
     .where('p.visibility', '=', 'shown')
     .where('p.cancelled_at', 'is', null);
