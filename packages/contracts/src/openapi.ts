@@ -121,13 +121,13 @@ const DOCUMENT_ERRORS: ErrorCode[] = ['internal_error'];
 const RATE_LIMITED_STATUSES = new Set<number>([200, 400, 404, 410, 429]);
 
 function headersFor(status: number): Record<string, Ref> {
-  const headers: Record<string, Ref> = { 'Request-Id': ref('headers', 'RequestId') };
+  const headers: Record<string, Ref> = { 'Request-Id': ref('headers', 'Request-Id') };
   if (RATE_LIMITED_STATUSES.has(status)) {
-    headers['RateLimit-Limit'] = ref('headers', 'RateLimitLimit');
-    headers['RateLimit-Remaining'] = ref('headers', 'RateLimitRemaining');
-    headers['RateLimit-Reset'] = ref('headers', 'RateLimitReset');
+    headers['RateLimit-Limit'] = ref('headers', 'RateLimit-Limit');
+    headers['RateLimit-Remaining'] = ref('headers', 'RateLimit-Remaining');
+    headers['RateLimit-Reset'] = ref('headers', 'RateLimit-Reset');
   }
-  if (status === 429) headers['Retry-After'] = ref('headers', 'RetryAfter');
+  if (status === 429) headers['Retry-After'] = ref('headers', 'Retry-After');
   return headers;
 }
 
@@ -263,7 +263,7 @@ const documentPath: Record<string, PathItem> = {
       responses: responses(
         {
           description: 'The OpenAPI 3.1 document of this API.',
-          headers: { 'Request-Id': ref('headers', 'RequestId') },
+          headers: { 'Request-Id': ref('headers', 'Request-Id') },
           content: { 'application/json': { schema: { type: 'object' } } },
         },
         DOCUMENT_ERRORS,
@@ -382,27 +382,27 @@ const idParameters: Record<string, Parameter> = Object.fromEntries(
 );
 
 const headers: Record<string, Header> = {
-  RequestId: {
+  'Request-Id': {
     description: 'Identifies this request; equal to `error.request_id` in an error. Quote it to support.',
     required: true,
     schema: { type: 'string', pattern: idPattern('request') },
   },
-  RateLimitLimit: {
+  'RateLimit-Limit': {
     description: 'Requests the key may burst (the bucket size).',
     required: true,
     schema: { type: 'integer', minimum: 1 },
   },
-  RateLimitRemaining: {
+  'RateLimit-Remaining': {
     description: 'Requests left before the key is limited.',
     required: true,
     schema: { type: 'integer', minimum: 0 },
   },
-  RateLimitReset: {
+  'RateLimit-Reset': {
     description: 'Seconds until the bucket is full again.',
     required: true,
     schema: { type: 'integer', minimum: 0 },
   },
-  RetryAfter: {
+  'Retry-After': {
     description: 'Whole seconds to wait before retrying.',
     required: true,
     schema: { type: 'integer', minimum: 1 },

@@ -45,6 +45,11 @@ function id(kind: keyof typeof ID_PREFIXES, description: string): JsonSchema {
   };
 }
 
+/** The `object` field every body starts with, naming its kind as Stripe's do. */
+function kind(name: string): JsonSchema {
+  return { const: name, description: `Always \`${name}\`.` };
+}
+
 function object(
   description: string,
   properties: Record<string, JsonSchema>,
@@ -65,7 +70,7 @@ function list(description: string, item: JsonSchema): JsonSchema {
   return object(
     description,
     {
-      object: { const: 'list' },
+      object: kind('list'),
       data: { type: 'array', items: item, description: 'The objects of this page, in list order.' },
       next_cursor: {
         type: ['string', 'null'],
@@ -106,10 +111,10 @@ export const SCHEMAS = {
   EventType: { enum: [...EVENT_TYPE_NAMES], description: 'Type of an event (the event catalogue).' },
 
   Trip: object('A trip an agency plans for its clients.', {
-    object: { const: 'trip' },
+    object: kind('trip'),
     id: id('trip', 'Unique id of the trip.'),
     title: { type: 'string', minLength: 1, description: 'The trip name the client sees.' },
-    status: ref('TripStatus'),
+    status: { ...ref('TripStatus'), description: 'Where the trip is in its life.' },
     destination: object('Where the trip goes.', {
       region: { type: ['string', 'null'], description: 'The region the client sees.' },
       base_camp: { type: ['string', 'null'], description: 'The town the group stays in.' },
@@ -166,7 +171,7 @@ export const SCHEMAS = {
   Payment: object(
     'A payment shown to a client. Drafts and cancelled payments are never visible.',
     {
-      object: { const: 'payment' },
+      object: kind('payment'),
       id: id('payment', 'Unique id of the payment.'),
       trip_id: id('trip', 'The trip the payment belongs to.'),
       description: { type: 'string', minLength: 1, description: 'What the client pays for.' },
@@ -195,7 +200,7 @@ export const SCHEMAS = {
   ),
 
   Contact: object('A person an agency plans trips for.', {
-    object: { const: 'contact' },
+    object: kind('contact'),
     id: id('contact', 'Unique id of the contact.'),
     first_name: { type: 'string', minLength: 1, description: 'First name.' },
     last_name: { type: 'string', minLength: 1, description: 'Last name.' },
@@ -231,18 +236,18 @@ export const SCHEMAS = {
   ),
 
   StatusChange: object('The data of `trip.status_changed`.', {
-    from: ref('TripStatus'),
-    to: ref('TripStatus'),
+    from: { ...ref('TripStatus'), description: 'The status before the change.' },
+    to: { ...ref('TripStatus'), description: 'The status after the change.' },
   }),
 
   Event: object(
     'Something that happened to an object. The webhook body and the item of `GET /events`.',
     {
-      object: { const: 'event' },
+      object: kind('event'),
       id: id('event', 'Unique id of the event; receivers deduplicate by it.'),
-      type: ref('EventType'),
+      type: { ...ref('EventType'), description: 'What happened; see the event types.' },
       created_at: timestamp('When the event was recorded.'),
-      related_object: ref('RelatedObject'),
+      related_object: { ...ref('RelatedObject'), description: 'The object the event concerns.' },
       data: {
         type: 'object',
         description: '`{from, to}` for `trip.status_changed`; `{}` for every other type.',
@@ -270,7 +275,7 @@ export const SCHEMAS = {
   ContactList: list('A page of contacts, ordered by `(updated_at, id)`.', ref('Contact')),
 
   EventList: object('A page of events, oldest first.', {
-    object: { const: 'list' },
+    object: kind('list'),
     data: { type: 'array', items: ref('Event'), description: 'The events of this page, oldest first.' },
     next_cursor: {
       type: 'string',
