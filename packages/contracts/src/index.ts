@@ -41,3 +41,4 @@ export {
   type Header,
   type Ref,
 } from './openapi.ts';
+export { renderReferencePage } from './reference-page.ts';
