@@ -1,0 +1,195 @@
+/* eslint-disable no-console -- a benchmark prints its figures to the terminal */
+// Recorder benchmark, run by `pnpm bench:recorder` (test/bench/recorder.ts). It lives beside the
+// recorder so it resolves the recorder's own dependencies (amqplib, kysely). A write storm from several connections, then a paced
+// load at 500 events/s for latency, then a bare amqplib confirm-channel publisher as baseline.
+// Uses the local Postgres (DATABASE_URL) and RabbitMQ (AMQP_URL); results go in docs/benchmarks.md.
+import { spawn } from 'node:child_process';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import amqplib from 'amqplib';
+import { sql, type Kysely } from 'kysely';
+import { createDb, readEventPage, type Database } from '@trips/db';
+import { amqpUrl, createTestDatabase, deleteAmqpObjects, randomAmqpPrefix } from '@trips/testkit';
+
+const WRITERS = Number(process.env.BENCH_WRITERS ?? 6);
+const STORM_EVENTS = Number(process.env.BENCH_EVENTS ?? 30_000);
+const PER_TXN = 10;
+const PACED_RATE = 500; // events/s
+const PACED_SECONDS = Number(process.env.BENCH_PACED_SECONDS ?? 10);
+
+const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const t = await createTestDatabase();
+const prefix = randomAmqpPrefix();
+const exchange = `${prefix}trips.events`;
+await sql`INSERT INTO agencies (id, name) VALUES ('agy_bench', 'Bench')`.execute(t.db);
+
+// Consumer: records when each trip's event arrives.
+const conn = await amqplib.connect(amqpUrl);
+const ch = await conn.createChannel();
+await ch.assertExchange(exchange, 'topic', { durable: true });
+const queueName = `${prefix}bench`;
+await ch.assertQueue(queueName, { durable: true });
+await ch.bindQueue(queueName, exchange, '#');
+const arrived = new Map<string, number>();
+await ch.consume(
+  queueName,
+  (msg) => {
+    if (!msg) return;
+    const body = JSON.parse(msg.content.toString()) as { event: { related_object: { id: string } } };
+    arrived.set(body.event.related_object.id, performance.now());
+  },
+  { noAck: true },
+);
+
+const recorder = spawn(process.execPath, [main], {
+  env: {
+    ...process.env,
+    DATABASE_URL: t.url,
+    AMQP_URL: amqpUrl,
+    AMQP_PREFIX: prefix,
+    RECORDER_HEALTH_PORT: '0',
+    RECORDER_POLL_INTERVAL: process.env.RECORDER_POLL_INTERVAL ?? '10ms',
+    LOG_LEVEL: 'warn',
+  },
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
+await new Promise((resolve) => setTimeout(resolve, 1_500));
+
+// Visibility poller: the query GET /events runs, every 2 ms.
+const visible = new Map<string, number>();
+let polling = true;
+const poller = (async () => {
+  let after = 0;
+  while (polling) {
+    const page = await readEventPage(t.db, {
+      agencyId: 'agy_bench',
+      afterSeq: after,
+      types: ['trip.created'],
+      limit: 1000,
+      retentionMs: 86_400_000,
+    });
+    const now = performance.now();
+    for (const e of page.events) visible.set(e.object_id, now);
+    after = page.events.length === 1000 ? page.events.at(-1)!.seq : page.visibleSeq;
+    if (page.events.length < 1000) await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+})();
+
+const committed = new Map<string, number>();
+let tripCounter = 0;
+async function writeTxn(client: Kysely<Database>) {
+  const ids = Array.from({ length: PER_TXN }, () => `trp_b${tripCounter++}`);
+  await sql`INSERT INTO trips (id, agency_id, title, num_days) SELECT unnest(${ids}::text[]), 'agy_bench', 'Bench', 3`.execute(
+    client,
+  );
+  const at = performance.now();
+  for (const id of ids) committed.set(id, at);
+  return ids;
+}
+
+// One connection per writer, as many host-application connections would be.
+const clients = Array.from({ length: WRITERS }, () =>
+  createDb(t.url, { max: 1, applicationName: 'bench-writer' }),
+);
+
+const waitUntil = async (check: () => boolean, timeoutMs = 120_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return performance.now();
+};
+
+// 1. Storm.
+const stormStart = performance.now();
+const stormIds: string[] = [];
+await Promise.all(
+  clients.map(async (c) => {
+    while (tripCounter < STORM_EVENTS) stormIds.push(...(await writeTxn(c)));
+  }),
+);
+const stormWritten = performance.now();
+const recordedAt = await waitUntil(() => stormIds.every((id) => visible.has(id)));
+const publishedAt = await waitUntil(() => stormIds.every((id) => arrived.has(id)));
+const secs = (ms: number) => ms / 1000;
+const storm = {
+  events: stormIds.length,
+  capturedPerSec: stormIds.length / secs(stormWritten - stormStart),
+  recordedPerSec: stormIds.length / secs(recordedAt - stormStart),
+  publishedPerSec: stormIds.length / secs(publishedAt - stormStart),
+};
+
+// 2. Paced load at 500 events/s for latency.
+const pacedIds: string[] = [];
+const txnsPerSec = PACED_RATE / PER_TXN;
+const pacedStart = performance.now();
+for (let i = 0; i < txnsPerSec * PACED_SECONDS; i++) {
+  const due = pacedStart + (i * 1000) / txnsPerSec;
+  const wait = due - performance.now();
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  pacedIds.push(...(await writeTxn(clients[i % clients.length]!)));
+}
+await waitUntil(() => pacedIds.every((id) => arrived.has(id) && visible.has(id)));
+const pct = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+};
+const toVisible = pacedIds.map((id) => visible.get(id)! - committed.get(id)!);
+const toBroker = pacedIds.map((id) => arrived.get(id)! - committed.get(id)!);
+
+polling = false;
+await poller;
+recorder.kill('SIGTERM');
+await new Promise((resolve) => recorder.once('exit', resolve));
+await Promise.all(clients.map((c) => c.destroy()));
+
+// 3. Baseline: a bare confirm-channel publisher, same number and size of messages.
+const sample = Buffer.from(
+  JSON.stringify({
+    agency_id: 'agy_bench',
+    event: {
+      object: 'event',
+      id: 'evt_0123456789abcdef',
+      type: 'trip.created',
+      created_at: new Date().toISOString(),
+      related_object: { type: 'trip', id: 'trp_b0', url: '/api/v1/trips/trp_b0' },
+      data: {},
+    },
+  }),
+);
+const confirm = await conn.createConfirmChannel();
+const bareQueue = `${prefix}bare`;
+await confirm.assertQueue(bareQueue, { durable: true });
+await confirm.bindQueue(bareQueue, exchange, 'bare.#');
+const bareStart = performance.now();
+for (let i = 0; i < stormIds.length; i++) {
+  const ok = confirm.publish(exchange, 'bare.trip.created', sample, { persistent: true, messageId: `m${i}` });
+  if (!ok) await new Promise((resolve) => confirm.once('drain', resolve));
+}
+await confirm.waitForConfirms();
+const barePerSec = stormIds.length / secs(performance.now() - bareStart);
+
+await conn.close();
+await deleteAmqpObjects({ queues: [queueName, bareQueue], exchanges: [exchange] });
+await t.drop();
+
+const r = (n: number) => Math.round(n);
+console.log(
+  `machine: ${os.cpus().length} × ${os.cpus()[0]?.model}, ${r(os.totalmem() / 2 ** 30)} GiB, node ${process.version}`,
+);
+console.log(`storm: ${storm.events} events from ${WRITERS} connections, ${PER_TXN} changes per transaction`);
+console.log(`  changes captured     ${r(storm.capturedPerSec)} /s`);
+console.log(`  events recorded      ${r(storm.recordedPerSec)} /s (visible in GET /events)`);
+console.log(`  events published     ${r(storm.publishedPerSec)} /s (received from the broker)`);
+console.log(
+  `  bare confirm publisher ${r(barePerSec)} /s → recorder/bare = ${(storm.publishedPerSec / barePerSec).toFixed(2)}`,
+);
+console.log(`paced: ${PACED_RATE} events/s for ${PACED_SECONDS} s (${pacedIds.length} events)`);
+console.log(
+  `  commit → visible in GET /events  p50 ${r(pct(toVisible, 50))} ms, p99 ${r(pct(toVisible, 99))} ms`,
+);
+console.log(
+  `  commit → received from broker    p50 ${r(pct(toBroker, 50))} ms, p99 ${r(pct(toBroker, 99))} ms`,
+);
+process.exit(0);
