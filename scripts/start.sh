@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts the whole system on this machine with demo data: installs Node 24 and dependencies,
-# migrates, seeds a demo agency, then runs the services until Ctrl-C, which stops them all.
+# migrates, seeds a demo agency, then runs the API and the recorder until Ctrl-C stops them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/toolchain.sh
@@ -26,8 +26,11 @@ stop() {
 }
 trap stop INT TERM
 
-# Each service is its own process, as in production.
+# Each service is its own process, as in production. The recorder turns every change into an
+# event (GET /api/v1/events) and publishes it to RabbitMQ; its health is on :3001.
 pnpm --silent --filter ./services/api start &
+pids+=($!)
+pnpm --silent --filter ./services/recorder start &
 pids+=($!)
 echo "API on http://localhost:${PORT} (reference at http://localhost:${PORT}/docs). Ctrl-C stops everything." >&2
 wait -n "${pids[@]}" || true

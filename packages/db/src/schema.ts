@@ -138,7 +138,8 @@ export type TripRow = Selectable<TripsTable>;
 export type PaymentRow = Selectable<PaymentsTable>;
 export type ContactRow = Selectable<ContactsTable>;
 
-export type OutboxSource = 'trips' | 'itineraries' | 'trip_options' | 'payments' | 'contacts' | 'trip_contacts';
+export type OutboxSource =
+  'trips' | 'itineraries' | 'trip_options' | 'payments' | 'contacts' | 'trip_contacts';
 export type OutboxOp = 'insert' | 'update' | 'delete';
 export type EventObjectType = 'trip' | 'payment' | 'contact';
 

@@ -20,6 +20,8 @@ export interface ApiDependencies {
   credentials: CredentialsCache;
   onKeyUsed: (keyId: string) => void;
   rateLimits: TokenBucketStore;
+  /** EVENT_RETENTION in milliseconds, for GET /events' cursor expiry. */
+  eventRetentionMs: number;
 }
 
 /**

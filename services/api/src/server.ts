@@ -31,7 +31,14 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
       ? new PostgresTokenBucketStore(db, config.rateLimit)
       : new RedisTokenBucketStore(config.rateLimit.redisUrl, config.rateLimit);
 
-  const app = createApp({ db, logger, credentials, onKeyUsed: keyUsage.used, rateLimits });
+  const app = createApp({
+    db,
+    logger,
+    credentials,
+    onKeyUsed: keyUsage.used,
+    rateLimits,
+    eventRetentionMs: config.eventRetentionMs,
+  });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, (error?: Error) => (error ? reject(error) : resolve(s)));
   });

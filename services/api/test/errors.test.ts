@@ -85,7 +85,14 @@ describe('when Postgres is unreachable', () => {
       await db.selectFrom('api_keys').selectAll().execute();
       return undefined;
     }, 1000);
-    const app = createApp({ db, logger: logs.logger, credentials, onKeyUsed: () => {}, rateLimits: noLimit });
+    const app = createApp({
+      db,
+      logger: logs.logger,
+      credentials,
+      onKeyUsed: () => {},
+      rateLimits: noLimit,
+      eventRetentionMs: 86_400_000,
+    });
     server = app.listen(0);
     await new Promise((resolve) => server.once('listening', resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -117,4 +124,12 @@ test('the OpenAPI document is public and describes every read endpoint', async (
   for (const path of ['/api/v1/trips/{id}', '/api/v1/trips', '/api/v1/payments/{id}', '/api/v1/contacts']) {
     expect(Object.keys(res.body.paths)).toContain(path);
   }
+});
+
+test('/docs is a human-readable reference page of every endpoint', async () => {
+  const res = await client(api.url)('/docs');
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+  for (const path of ['/api/v1/trips/{id}', '/api/v1/events', '/api/v1/contacts'])
+    expect(res.text).toContain(path);
 });

@@ -188,11 +188,7 @@ describe('reading', () => {
 
 describe('retention', () => {
   test('events older than EVENT_RETENTION are not served, and a short-retention cursor expires', async () => {
-    const saved = process.env.EVENT_RETENTION;
-    process.env.EVENT_RETENTION = '2s';
     const shortApi = await startTestApi(t, { EVENT_RETENTION: '2s' });
-    if (saved === undefined) delete process.env.EVENT_RETENTION;
-    else process.env.EVENT_RETENTION = saved;
     try {
       const read = client(shortApi.url, own.key);
       const { cursor } = await readAll(read);

@@ -10,7 +10,6 @@ import {
   type EventType,
 } from '@trips/contracts';
 import { readEventPage, type Database, type StoredEvent } from '@trips/db';
-import { EnvReader } from '@trips/runtime';
 import { callerOf } from '../auth/authenticate.ts';
 import { guard } from '../auth/scopes.ts';
 import { ApiError, invalidParam } from '../errors.ts';
@@ -84,8 +83,8 @@ function presentEvent(e: StoredEvent): Event {
 
 export interface EventsRouterDeps {
   db: Kysely<Database>;
-  /** EVENT_RETENTION; read from the environment when the caller does not pass it. */
-  eventRetentionMs?: number;
+  /** EVENT_RETENTION: how far back a cursor may reach before it answers 410. */
+  eventRetentionMs: number;
 }
 
 /**
@@ -94,7 +93,7 @@ export interface EventsRouterDeps {
  * one. A key sees only the types its scopes allow (D2); `events:read` is needed for the endpoint.
  */
 export function eventsRouter(deps: EventsRouterDeps): Router {
-  const retentionMs = deps.eventRetentionMs ?? readRetention();
+  const retentionMs = deps.eventRetentionMs;
   const router = Router();
   router.get('/events', ...guard(EVENTS_SCOPE), async (req, res) => {
     const query = readQuery(req, PARAMS);
@@ -133,11 +132,4 @@ export function eventsRouter(deps: EventsRouterDeps): Router {
     });
   });
   return router;
-}
-
-function readRetention(): number {
-  const env = new EnvReader();
-  const ms = env.duration('EVENT_RETENTION', '30d');
-  env.done();
-  return ms;
 }
