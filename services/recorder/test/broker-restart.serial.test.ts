@@ -62,11 +62,12 @@ test('a broker restart mid-stream is survived: everything is published once it i
     await startBroker();
   }
   await write(60, 80);
-  const ids = (await t.db.selectFrom('events').select('id').execute()).map((e) => e.id);
   await waitFor(async () => new Set(queue.messages.map((m) => m.messageId)).size >= 80, {
     timeoutMs: 60_000,
     what: 'all 80 events on the broker',
   });
+  // Read after the wait: the last writes are recorded on the recorder's next poll.
+  const ids = (await t.db.selectFrom('events').select('id').execute()).map((e) => e.id);
   expect(ids).toHaveLength(80);
   expect(new Set(queue.messages.map((m) => m.messageId))).toEqual(new Set(ids));
   await waitFor(
