@@ -1,0 +1,228 @@
+// `pnpm bench:api`: what our read API costs over a bare Express + pg server answering the same
+// query, its latency at half its maximum rate, and the two rate-limit stores side by side.
+// Results and how to read them: docs/benchmarks.md, "API".
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { createAgency, createApiKey } from '@trips/db';
+import { createTestDatabase, type TestDatabase } from '@trips/testkit';
+import {
+  fmt,
+  paced,
+  saturate,
+  startChild,
+  summarize,
+  table,
+  type ChildServer,
+  type LoadResult,
+} from './lib.ts';
+
+const TRIPS = 1_000;
+/** Same for every target; 20 keeps both servers busy without queueing deep in the kernel. */
+const CONNECTIONS = 20;
+/** API_DB_POOL_SIZE of every server; 10 is the API's default. */
+const POOL_SIZE = 10;
+const ROUNDS = 3;
+const ROUND_SECONDS = 5;
+/** Unmeasured load before each round: pools closed their idle connections while others ran. */
+const ROUND_WARMUP_SECONDS = 1;
+const FIRST_WARMUP_SECONDS = 3;
+const HALF_RATE_SECONDS = 10;
+const TARGET_RATIO = 0.9;
+const TARGET_P99_MS = 10;
+
+const API_MAIN = fileURLToPath(new URL('../../services/api/src/main.ts', import.meta.url));
+const BARE_API = fileURLToPath(new URL('./bare-api.ts', import.meta.url));
+
+async function seed(db: TestDatabase['db']) {
+  const { id: agencyId } = await createAgency(db, {
+    name: 'Benchmark Golf Tours',
+    apiEnabled: true,
+    subscriptionStatus: 'active',
+  });
+  const { key } = await createApiKey(db, { agencyId, scopes: ['trips:read'] });
+  const trips = await db
+    .insertInto('trips')
+    .values(
+      Array.from({ length: TRIPS }, (_, i) => ({
+        agency_id: agencyId,
+        title: `Algarve spring ${i}`,
+        status: ['proposal', 'planning', 'confirmed'][i % 3]!,
+        region: 'Algarve',
+        base_camp: 'Vilamoura',
+        start_date: i % 2 === 0 ? '2027-04-10' : null,
+        end_date: i % 2 === 0 ? '2027-04-16' : null,
+        num_days: 7,
+        golfers: 4 + (i % 8),
+      })),
+    )
+    .returning('id')
+    .execute();
+  // Half the trips have an itinerary, so the left join answers both ways.
+  await db
+    .insertInto('itineraries')
+    .values(trips.filter((_, i) => i % 2 === 0).map(({ id }, i) => ({ trip_id: id, non_golfers: i % 3 })))
+    .execute();
+  return { agencyId, key, tripIds: trips.map((t) => t.id) };
+}
+
+interface Target {
+  label: string;
+  server: ChildServer;
+  headers: Record<string, string>;
+}
+
+// Cleanup runs once, whether the run ends, fails or is interrupted.
+const cleanups: (() => Promise<void>)[] = [];
+let cleaning: Promise<void> | undefined;
+const cleanup = () =>
+  (cleaning ??= (async () => {
+    for (const step of cleanups.reverse()) await step().catch((error) => console.error(error));
+  })());
+process.on('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+
+async function main() {
+  const t = await createTestDatabase();
+  cleanups.push(() => t.drop());
+  const { agencyId, key, tripIds } = await seed(t.db);
+  let next = 0;
+  const nextPath = () => `/api/v1/trips/${tripIds[next++ % tripIds.length]}`;
+
+  const start = async (label: string, script: string, env: Record<string, string>, auth: boolean) => {
+    const server = await startChild(
+      label.replace(/\W+/g, '-'),
+      script,
+      {
+        DATABASE_URL: t.url,
+        API_DB_POOL_SIZE: String(POOL_SIZE),
+        // The limiter runs on every request but never refuses.
+        RATE_LIMIT_PER_SECOND: '1000000000',
+        RATE_LIMIT_BURST: '1000000000',
+        RATE_LIMIT_STORE: 'redis',
+        LOG_LEVEL: 'info',
+        ...env,
+      },
+      '/healthz',
+    );
+    cleanups.push(() => server.stop());
+    const headers: Record<string, string> = auth ? { authorization: `Bearer ${key}` } : {};
+    return { label, server, headers };
+  };
+  const ours = await start('ours', API_MAIN, {}, true);
+  const bare = await start('bare Express + pg', BARE_API, { BENCH_AGENCY_ID: agencyId }, false);
+  const warn = await start('ours, LOG_LEVEL=warn', API_MAIN, { LOG_LEVEL: 'warn' }, true);
+  const pgStore = await start('ours, store postgres', API_MAIN, { RATE_LIMIT_STORE: 'postgres' }, true);
+  const targets: Target[] = [ours, bare, warn, pgStore];
+
+  // Every server must answer the same trip before any figure means anything.
+  for (const target of targets) {
+    const res = await fetch(`${target.server.url}/api/v1/trips/${tripIds[0]}`, { headers: target.headers });
+    const body = (await res.json()) as { id?: string };
+    if (res.status !== 200 || body.id !== tripIds[0]) {
+      throw new Error(`${target.label} answered ${res.status} ${JSON.stringify(body)}`);
+    }
+  }
+
+  const load = async (target: Target, seconds: number) => {
+    const result = await saturate({
+      url: target.server.url,
+      seconds,
+      connections: CONNECTIONS,
+      headers: target.headers,
+      nextPath,
+    });
+    if (result.failures > 0) throw new Error(`${target.label}: ${result.failures} failed requests`);
+    return result;
+  };
+
+  console.log(
+    `node ${process.version}, ${availableParallelism()} cores; ${CONNECTIONS} connections, pipelining 1, ` +
+      `pool ${POOL_SIZE}; ${ROUNDS} rounds of ${ROUND_SECONDS} s per target, alternating\n`,
+  );
+  for (const target of targets) await load(target, FIRST_WARMUP_SECONDS);
+
+  // Alternating rounds, each starting with the next target, so that a burst of noise from the
+  // rest of the machine hits every target alike rather than whichever happened to be running.
+  const rounds = new Map<Target, LoadResult[]>(targets.map((target) => [target, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < targets.length; i++) {
+      const target = targets[(i + round) % targets.length]!;
+      await load(target, ROUND_WARMUP_SECONDS);
+      const result = await load(target, ROUND_SECONDS);
+      rounds.get(target)!.push(result);
+      const s = summarize([result]);
+      console.log(
+        `round ${round + 1}  ${target.label.padEnd(22)} ${fmt.rps(s.rps).padStart(6)} req/s` +
+          `  p50 ${fmt.ms(s.p50)} ms  p99 ${fmt.ms(s.p99)} ms`,
+      );
+    }
+  }
+  const stats = new Map(targets.map((target) => [target, summarize(rounds.get(target)!)]));
+  const of = (target: Target) => stats.get(target)!;
+
+  // Half the maximum, at an even pace (see paced() for why autocannon's overallRate is not).
+  const rate = Math.floor(of(ours).rps / 2);
+  const half = { seconds: HALF_RATE_SECONDS, connections: CONNECTIONS, rate, nextPath };
+  const atHalf = summarize([await paced({ ...half, url: ours.server.url, headers: ours.headers })]);
+  // The control: the same pace against the bare server shows what the machine and the load
+  // generator themselves add to the tail.
+  const bareAtHalf = summarize([await paced({ ...half, url: bare.server.url, headers: bare.headers })]);
+  const atHalfBursty = summarize([
+    await saturate({ ...half, url: ours.server.url, overallRate: rate, headers: ours.headers }),
+  ]);
+  for (const s of [atHalf, bareAtHalf, atHalfBursty]) {
+    if (s.failures > 0) throw new Error(`half rate: ${s.failures} failed requests`);
+  }
+
+  const ratio = of(ours).rps / of(bare).rps;
+  const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
+  const row = (label: string, s: ReturnType<typeof summarize>, vsBare: string, target: string) => [
+    label,
+    fmt.rps(s.rps),
+    fmt.ms(s.p50),
+    fmt.ms(s.p99),
+    vsBare,
+    target,
+  ];
+  const vs = (target: Target) => fmt.ratio(of(target).rps / of(bare).rps);
+  console.log(
+    '\n' +
+      table(
+        ['measurement', 'req/s', 'p50 ms', 'p99 ms', 'vs bare', 'target'],
+        [
+          row(
+            'ours (store redis, LOG_LEVEL=info)',
+            of(ours),
+            vs(ours),
+            `≥ ${TARGET_RATIO}: ${verdict(ratio >= TARGET_RATIO)}`,
+          ),
+          row('bare Express + pg', of(bare), '1.00', ''),
+          row('ours, LOG_LEVEL=warn', of(warn), vs(warn), ''),
+          row('ours, RATE_LIMIT_STORE=postgres', of(pgStore), vs(pgStore), ''),
+          row(
+            `ours at ${rate} req/s, paced`,
+            atHalf,
+            '',
+            `p99 ≤ ${TARGET_P99_MS} ms: ${verdict(atHalf.p99 <= TARGET_P99_MS)}`,
+          ),
+          row(`bare at ${rate} req/s, paced (control)`, bareAtHalf, '', ''),
+          row(`ours at ${rate} req/s, autocannon overallRate`, atHalfBursty, '', 'bursty, for reference'),
+        ],
+      ),
+  );
+  console.log(
+    `\nratio ours/bare ${fmt.ratio(ratio)} (target ≥ ${TARGET_RATIO}): ${verdict(ratio >= TARGET_RATIO)}` +
+      `\np99 at half max (${rate} req/s, paced) ${fmt.ms(atHalf.p99)} ms (target ≤ ${TARGET_P99_MS} ms): ` +
+      verdict(atHalf.p99 <= TARGET_P99_MS) +
+      `\nrate-limit store: postgres/redis req/s ${fmt.ratio(of(pgStore).rps / of(ours).rps)}, ` +
+      `p99 redis ${fmt.ms(of(ours).p99)} ms, postgres ${fmt.ms(of(pgStore).p99)} ms`,
+  );
+}
+
+try {
+  await main();
+} catch (error) {
+  console.error(error);
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+}

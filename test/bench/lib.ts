@@ -1,0 +1,212 @@
+// Helpers any benchmark here can share: load runners, exact percentiles, child servers, tables.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+
+export interface LoadResult {
+  /** 2xx responses per second. */
+  rps: number;
+  /** Latency of every 2xx response in ms, unsorted. */
+  latencies: number[];
+  /** Non-2xx answers, socket errors and timeouts: any of them means the benchmark is broken. */
+  failures: number;
+}
+
+export interface LoadOptions {
+  url: string;
+  seconds: number;
+  connections: number;
+  headers?: Record<string, string>;
+  /** Called once per request, so requests can rotate over many resources. */
+  nextPath: () => string;
+}
+
+/**
+ * Closed-loop load as fast as the server answers. Latencies come from autocannon's per-response
+ * event, not its histogram, because that histogram rounds to whole milliseconds.
+ */
+export async function saturate(opts: LoadOptions & { overallRate?: number }): Promise<LoadResult> {
+  const latencies: number[] = [];
+  let non2xx = 0;
+  const instance = autocannon({
+    url: opts.url,
+    connections: opts.connections,
+    pipelining: 1,
+    duration: opts.seconds,
+    headers: opts.headers ?? {},
+    ...(opts.overallRate ? { overallRate: opts.overallRate } : {}),
+    requests: [{ setupRequest: (req) => ({ ...req, path: opts.nextPath() }) }],
+  });
+  instance.on('response', (_client, status, _bytes, ms) => {
+    if (status >= 200 && status < 300) latencies.push(ms);
+    else non2xx++;
+  });
+  const result = await instance;
+  return {
+    rps: latencies.length / result.duration,
+    latencies,
+    failures: non2xx + result.errors + result.timeouts,
+  };
+}
+
+/**
+ * Open-loop load at an even `rate`: requests are started on a 1 ms schedule whether or not earlier
+ * ones have answered, and timed from that start, so queueing counts. autocannon's overallRate is
+ * not even: each connection sends its whole per-second quota back to back, then waits for the
+ * next second, so at half the maximum rate half of every second is full load.
+ */
+export async function paced(opts: LoadOptions & { rate: number }): Promise<LoadResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
+  const latencies: number[] = [];
+  let failures = 0;
+  let sent = 0;
+  let inFlight = 0;
+  const start = performance.now();
+  const end = start + opts.seconds * 1000;
+  await new Promise<void>((resolve) => {
+    const settle = () => {
+      inFlight--;
+      if (inFlight === 0 && performance.now() >= end) resolve();
+    };
+    const fire = () => {
+      inFlight++;
+      const began = performance.now();
+      const req = http.get(new URL(opts.nextPath(), opts.url), { agent, headers: opts.headers }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          if (res.statusCode! >= 200 && res.statusCode! < 300) latencies.push(performance.now() - began);
+          else failures++;
+          settle();
+        });
+      });
+      req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
+      req.on('error', () => {
+        failures++;
+        settle();
+      });
+    };
+    const tick = () => {
+      const now = Math.min(performance.now(), end);
+      for (const due = Math.floor(((now - start) / 1000) * opts.rate); sent < due; sent++) fire();
+      if (now < end) setTimeout(tick, 1);
+      else if (inFlight === 0) resolve();
+    };
+    tick();
+  });
+  agent.destroy();
+  return { rps: latencies.length / opts.seconds, latencies, failures };
+}
+
+/** Nearest-rank percentile of an already sorted sample. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length))) - 1]!;
+}
+
+export function median(values: readonly number[]): number {
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
+}
+
+/** Several rounds of one target as one figure: median req/s, percentiles over every response. */
+export function summarize(rounds: readonly LoadResult[]) {
+  const all = rounds.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  return {
+    rps: median(rounds.map((r) => r.rps)),
+    p50: percentile(all, 50),
+    p99: percentile(all, 99),
+    failures: rounds.reduce((sum, r) => sum + r.failures, 0),
+  };
+}
+
+export const fmt = {
+  rps: (n: number) => n.toFixed(0),
+  ms: (n: number) => n.toFixed(2),
+  ratio: (n: number) => n.toFixed(2),
+};
+
+/** A table in Markdown, so it reads in a terminal and pastes into docs/benchmarks.md as is. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+/** A port that was free a moment ago; children get it in their environment. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+// Last resort when the parent exits without stopping its children (an uncaught error): an orphan
+// server would keep its port, its pool and the test database busy.
+const children = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
+export interface ChildServer {
+  name: string;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs `script` in its own Node process, so the load generator never shares its event loop or
+ * its core. Its output goes to a file rather than a pipe: a pipe the busy load generator drains
+ * late would block the server's synchronous log writes and distort the very thing measured.
+ */
+export async function startChild(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  readyPath: string,
+): Promise<ChildServer> {
+  const port = await freePort();
+  const logPath = join(tmpdir(), `bench-${name}-${process.pid}-${port}.log`);
+  const out = openSync(logPath, 'w');
+  const child: ChildProcess = spawn(process.execPath, [script], {
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', out, out],
+  });
+  closeSync(out);
+  children.add(child);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+    children.delete(child);
+    rmSync(logPath, { force: true });
+  };
+
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) {
+      const log = readFileSync(logPath, 'utf8').slice(-2_000);
+      await stop();
+      throw new Error(`${name} exited with ${child.exitCode} before it was ready:\n${log}`);
+    }
+    const ok = await fetch(url + readyPath).then(
+      (res) => res.ok,
+      () => false,
+    );
+    if (ok) return { name, url, stop };
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`${name} was not ready on ${url + readyPath} within 20 s`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
