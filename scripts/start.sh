@@ -3,9 +3,7 @@
 # migrates, seeds a demo agency, then runs the API and the recorder until Ctrl-C stops them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/toolchain.sh
-bash scripts/services.sh
-pnpm install --frozen-lockfile --reporter=silent
+. scripts/prepare.sh
 
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/trips}"
 export AMQP_URL="${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672}"

@@ -3,9 +3,7 @@
 # Usage: bash scripts/test.sh [jest arguments; a path runs just those files]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/toolchain.sh
-bash scripts/services.sh
-pnpm install --frozen-lockfile --reporter=silent
+. scripts/prepare.sh
 # Tests clone per-file databases from this server; it must allow CREATE DATABASE.
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 export AMQP_URL="${TEST_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672}"

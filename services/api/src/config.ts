@@ -24,10 +24,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     ['redis', 'postgres'].includes(config.rateLimit.store),
     `RATE_LIMIT_STORE must be redis or postgres (got '${config.rateLimit.store}')`,
   );
-  env.check(
-    config.rateLimit.burst >= 1,
-    'RATE_LIMIT_BURST must be at least 1 so that a single request can ever pass',
-  );
   env.done();
   return Object.freeze(config);
 }

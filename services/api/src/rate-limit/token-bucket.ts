@@ -73,7 +73,6 @@ export class RedisTokenBucketStore implements TokenBucketStore {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       commandTimeout: 250,
-      lazyConnect: false,
     });
     redis.on('error', () => {}); // reported per request by the middleware; reconnects by itself
     redis.defineCommand('takeToken', { numberOfKeys: 1, lua: TAKE_TOKEN_LUA });

@@ -9,14 +9,17 @@ export function probesRouter(db: Kysely<Database>): Router {
     res.json({ status: 'ok' });
   });
   router.get('/readyz', async (_req, res) => {
+    let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
         sql`SELECT 1`.execute(db),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2_000).unref()),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), 2_000))),
       ]);
       res.json({ status: 'ready' });
     } catch {
       res.status(503).json({ status: 'unavailable', checks: { postgres: 'unreachable' } });
+    } finally {
+      clearTimeout(timer);
     }
   });
   return router;
