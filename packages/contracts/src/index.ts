@@ -42,3 +42,10 @@ export {
   type Ref,
 } from './openapi.ts';
 export { renderReferencePage } from './reference-page.ts';
+export {
+  MESSAGE_SCHEMAS,
+  eventRecord,
+  type DeliveryMessage,
+  type EventMessage,
+  type EventSource,
+} from './messages.ts';

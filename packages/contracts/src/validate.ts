@@ -1,5 +1,6 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { MESSAGE_SCHEMAS, type DeliveryMessage, type EventMessage } from './messages.ts';
 import { SCHEMAS } from './schemas.ts';
 import type { Contact, ErrorBody, Event, EventList, List, Payment, Trip } from './types.ts';
 
@@ -14,6 +15,8 @@ export interface SchemaTypes {
   ContactList: List<Contact>;
   EventList: EventList;
   Error: ErrorBody;
+  EventMessage: EventMessage;
+  DeliveryMessage: DeliveryMessage;
 }
 
 export type SchemaName = keyof SchemaTypes;
@@ -55,24 +58,27 @@ const addFormats = ((addFormatsModule as { default?: unknown }).default ?? addFo
 const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false });
 addFormats(ajv);
 ajv.addKeyword('components');
-ajv.addSchema({ $id: BUNDLE_ID, components: { schemas: SCHEMAS } });
+ajv.addKeyword('messages');
+// The broker messages sit beside the public schemas (they embed the Event) but outside
+// `components`, so they never appear in openapi.json.
+ajv.addSchema({ $id: BUNDLE_ID, components: { schemas: SCHEMAS }, messages: MESSAGE_SCHEMAS });
 
 // Compiled eagerly, so a broken schema fails on import rather than on the first request using it.
-const validators = Object.fromEntries(
-  (
-    [
-      'Trip',
-      'Payment',
-      'Contact',
-      'Event',
-      'TripList',
-      'PaymentList',
-      'ContactList',
-      'EventList',
-      'Error',
-    ] as const
-  ).map((name) => [name, ajv.getSchema(`${BUNDLE_ID}#/components/schemas/${name}`)!]),
-) as Record<SchemaName, ValidateFunction>;
+const PUBLIC_SCHEMAS = [
+  'Trip',
+  'Payment',
+  'Contact',
+  'Event',
+  'TripList',
+  'PaymentList',
+  'ContactList',
+  'EventList',
+  'Error',
+] as const;
+const validators = Object.fromEntries([
+  ...PUBLIC_SCHEMAS.map((name) => [name, ajv.getSchema(`${BUNDLE_ID}#/components/schemas/${name}`)!]),
+  ...Object.keys(MESSAGE_SCHEMAS).map((name) => [name, ajv.getSchema(`${BUNDLE_ID}#/messages/${name}`)!]),
+]) as Record<SchemaName, ValidateFunction>;
 
 /** Every way `value` breaks the schema; an empty array when it conforms. */
 export function validate(schema: SchemaName, value: unknown): ValidationError[] {

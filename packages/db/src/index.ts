@@ -11,3 +11,4 @@ export * from './repositories/demo.ts';
 export * from './repositories/outbox.ts';
 export * from './repositories/events.ts';
 export * from './repositories/groups.ts';
+export * from './repositories/webhooks.ts';

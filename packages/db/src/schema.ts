@@ -129,6 +129,10 @@ export interface Database {
   events: EventsTable;
   events_unpublished: EventsUnpublishedTable;
   event_groups: EventGroupsTable;
+  webhooks: WebhooksTable;
+  webhook_secrets: WebhookSecretsTable;
+  webhook_attempts: WebhookAttemptsTable;
+  owner_notices: OwnerNoticesTable;
 }
 
 export type Agency = Selectable<AgenciesTable>;
@@ -190,3 +194,66 @@ export interface EventGroupsTable {
 
 export type OutboxRow = Selectable<OutboxTable>;
 export type EventRow = Selectable<EventsTable>;
+
+export type WebhookDisabledReason = 'failing' | 'owner';
+
+/** An agency's webhook endpoint with its delivery state (migration 0005). */
+export interface WebhooksTable {
+  id: DbDefault<string>;
+  agency_id: string;
+  url: string;
+  event_types: string[];
+  description: string | null;
+  disabled_at: Timestamp | null;
+  disabled_reason: WebhookDisabledReason | null;
+  failing_since: Timestamp | null;
+  last_failure_at: Timestamp | null;
+  last_error: string | null;
+  last_success_at: Timestamp | null;
+  warned_at: Timestamp | null;
+  epoch: Generated<number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WebhookSecretsTable {
+  id: DbDefault<string>;
+  webhook_id: string;
+  secret: string;
+  created_at: Timestamp;
+  expires_at: Timestamp | null;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<number>;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  attempt: number;
+  attempted_at: Timestamp;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+  response_body: string | null;
+  succeeded: boolean;
+}
+
+export type OwnerNoticeKind = 'webhook_failing' | 'webhook_switched_off';
+
+export interface OwnerNoticesTable {
+  id: Generated<number>;
+  agency_id: string;
+  webhook_id: string | null;
+  kind: OwnerNoticeKind;
+  recipient: string;
+  subject: string;
+  body: string;
+  created_at: Timestamp;
+  sent_at: Timestamp | null;
+  send_attempts: Generated<number>;
+  last_error: string | null;
+}
+
+export type WebhookRow = Selectable<WebhooksTable>;
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
+export type OwnerNoticeRow = Selectable<OwnerNoticesTable>;

@@ -3,4 +3,4 @@ export { CATALOGUE, classify, changeOf, type Change, type Effect, type Rule } fr
 export { Recorder, planBatch, type RecorderOptions, type BatchResult } from './recorder.ts';
 export { Publisher, type PublisherOptions } from './publisher.ts';
 export { startRecorderService, type RecorderService } from './service.ts';
-export { toEventRecord, toMessage, EVENT_MESSAGE_SCHEMA, type EventMessage } from './message.ts';
+export { toMessage } from './message.ts';

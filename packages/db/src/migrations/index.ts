@@ -3,6 +3,7 @@ import * as accounts from './0001_accounts.ts';
 import * as writeContract from './0002_write_contract.ts';
 import * as eventCapture from './0003_event_capture.ts';
 import * as rateLimitBuckets from './0004_rate_limit_buckets.ts';
+import * as webhooks from './0005_webhooks.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -13,6 +14,7 @@ export const migrations: Record<string, Migration> = {
   '0002_write_contract': writeContract,
   '0003_event_capture': eventCapture,
   '0004_rate_limit_buckets': rateLimitBuckets,
+  '0005_webhooks': webhooks,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -4,12 +4,11 @@ import {
   EVENTS_SCOPE,
   EVENT_TYPE_NAMES,
   isEventType,
-  objectUrl,
+  eventRecord,
   scopeForEventType,
-  type Event,
   type EventType,
 } from '@trips/contracts';
-import { readEventPage, type Database, type StoredEvent } from '@trips/db';
+import { readEventPage, type Database } from '@trips/db';
 import { callerOf } from '../auth/authenticate.ts';
 import { guard } from '../auth/scopes.ts';
 import { ApiError, invalidParam } from '../errors.ts';
@@ -69,18 +68,6 @@ function readTypes(value: string | undefined): EventType[] {
   return [...new Set(names)] as EventType[];
 }
 
-/** The public event record (D6). Nothing but the id, type, time, object reference and data. */
-function presentEvent(e: StoredEvent): Event {
-  return {
-    object: 'event',
-    id: e.id,
-    type: e.type as EventType,
-    created_at: e.created_at.toISOString(),
-    related_object: { type: e.object_type, id: e.object_id, url: objectUrl(e.object_type, e.object_id) },
-    data: e.data,
-  } as Event;
-}
-
 export interface EventsRouterDeps {
   db: Kysely<Database>;
   /** EVENT_RETENTION: how far back a cursor may reach before it answers 410. */
@@ -126,7 +113,7 @@ export function eventsRouter(deps: EventsRouterDeps): Router {
       : { seq: page.visibleSeq, at: page.now.getTime() };
     res.json({
       object: 'list',
-      data: events.map(presentEvent),
+      data: events.map(eventRecord),
       next_cursor: encodeEventCursor(next),
       has_more: hasMore,
     });

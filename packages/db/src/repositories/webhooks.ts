@@ -1,0 +1,297 @@
+import { randomBytes } from 'node:crypto';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database, OwnerNoticeKind, OwnerNoticeRow, WebhookAttemptRow, WebhookRow } from '../schema.ts';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** D7: `whsec_` then 32 random bytes in base64url (43 characters). */
+export const WEBHOOK_SECRET_PATTERN = /^whsec_[A-Za-z0-9_-]{43}$/;
+
+export function generateWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64url')}`;
+}
+
+/** What an owner sees of a webhook's health (docs/webhooks.md). */
+export type WebhookState = 'active' | 'failing' | 'switched_off' | 'disabled';
+
+export function webhookState(
+  w: Pick<WebhookRow, 'disabled_at' | 'disabled_reason' | 'failing_since'>,
+): WebhookState {
+  if (w.disabled_at) return w.disabled_reason === 'failing' ? 'switched_off' : 'disabled';
+  return w.failing_since ? 'failing' : 'active';
+}
+
+// ---- Configuration (owners through the settings page and tripctl) ----
+
+export interface CreatedWebhook {
+  webhook: WebhookRow;
+  /** The only time the secret is handed out (D7). */
+  secret: string;
+}
+
+/** Creates a webhook with its first secret. Callers validate the URL and types first. */
+export async function createWebhook(
+  db: Kysely<Database>,
+  input: { agencyId: string; url: string; eventTypes: string[]; description?: string | null },
+): Promise<CreatedWebhook> {
+  const secret = generateWebhookSecret();
+  return db.transaction().execute(async (trx) => {
+    const webhook = await trx
+      .insertInto('webhooks')
+      .values({
+        agency_id: input.agencyId,
+        url: input.url,
+        event_types: [...new Set(input.eventTypes)],
+        description: input.description ?? null,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await trx.insertInto('webhook_secrets').values({ webhook_id: webhook.id, secret }).execute();
+    return { webhook, secret };
+  });
+}
+
+export async function listWebhooks(db: Db, agencyId: string): Promise<WebhookRow[]> {
+  return db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('agency_id', '=', agencyId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+export async function findWebhook(db: Db, id: string): Promise<WebhookRow | undefined> {
+  return db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * Switches a webhook on or off by an owner's action; answers the row, or undefined when there is
+ * none. Off bumps the epoch, dropping queued deliveries and retries; on starts a fresh failure
+ * streak (D7), so the next failure gets the whole window again.
+ */
+export async function setWebhookEnabled(
+  db: Db,
+  id: string,
+  enabled: boolean,
+): Promise<WebhookRow | undefined> {
+  const query = db.updateTable('webhooks').where('id', '=', id);
+  if (enabled) {
+    return query
+      .set({ disabled_at: null, disabled_reason: null, failing_since: null, warned_at: null })
+      .returningAll()
+      .executeTakeFirst();
+  }
+  return query
+    .set((eb) => ({
+      disabled_at: sql<Date>`coalesce(disabled_at, now())`,
+      disabled_reason: sql<'owner' | 'failing'>`coalesce(disabled_reason, 'owner')`,
+      epoch: eb('epoch', '+', 1),
+    }))
+    .returningAll()
+    .executeTakeFirst();
+}
+
+// ---- Delivery (services/dispatcher) ----
+
+/** The active webhooks of an agency subscribed to an event type, for fan-out. */
+export async function subscribedWebhooks(
+  db: Db,
+  agencyId: string,
+  eventType: string,
+): Promise<{ id: string; epoch: number }[]> {
+  return db
+    .selectFrom('webhooks')
+    .select(['id', 'epoch'])
+    .where('agency_id', '=', agencyId)
+    .where('disabled_at', 'is', null)
+    .where(sql<boolean>`${eventType} = ANY(event_types)`)
+    .orderBy('id')
+    .execute();
+}
+
+export interface DeliveryTarget {
+  id: string;
+  agency_id: string;
+  url: string;
+  event_types: string[];
+  disabled_at: Date | null;
+  epoch: number;
+  /** The secrets that sign now, newest first: two while a rotation overlaps (D7). */
+  secrets: string[];
+}
+
+/** A webhook as an attempt needs it, read fresh for every attempt so a changed URL or secret applies. */
+export async function findDeliveryTarget(db: Db, webhookId: string): Promise<DeliveryTarget | undefined> {
+  const result = await sql<DeliveryTarget>`
+    SELECT w.id, w.agency_id, w.url, w.event_types, w.disabled_at, w.epoch,
+           coalesce(array_agg(s.secret ORDER BY s.created_at DESC, s.id) FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets
+      FROM webhooks w
+      LEFT JOIN webhook_secrets s ON s.webhook_id = w.id AND (s.expires_at IS NULL OR s.expires_at > now())
+     WHERE w.id = ${webhookId}
+     GROUP BY w.id`.execute(db);
+  return result.rows[0];
+}
+
+export interface NewAttempt {
+  webhookId: string;
+  eventId: string;
+  eventType: string;
+  attempt: number;
+  attemptedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  /** The failure class; null for a 2xx. */
+  error: string | null;
+  responseBody: string | null;
+}
+
+/**
+ * Records one attempt and moves the webhook's failure streak, in one statement. A 2xx ends the
+ * streak (D7: any 2xx resets it); a failure starts one unless it runs already. A success touches the
+ * row only when there is something to change, or last_success_at is over a second old, so a busy
+ * healthy endpoint does not serialize its deliveries on one row lock.
+ */
+export async function recordAttempt(db: Db, a: NewAttempt): Promise<void> {
+  const succeeded = a.error === null;
+  await sql`
+    WITH attempt AS (
+      INSERT INTO webhook_attempts (webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
+                                    status_code, error, response_body, succeeded)
+      VALUES (${a.webhookId}, ${a.eventId}, ${a.eventType}, ${a.attempt}, ${a.attemptedAt}, ${Math.round(a.durationMs)},
+              ${a.statusCode}, ${a.error}, ${a.responseBody}, ${succeeded})
+    )
+    UPDATE webhooks SET ${
+      succeeded
+        ? sql`failing_since = NULL, warned_at = NULL, last_success_at = ${a.attemptedAt}`
+        : sql`failing_since = coalesce(failing_since, ${a.attemptedAt}), last_failure_at = ${a.attemptedAt},
+              last_error = ${a.error}`
+    }
+     WHERE id = ${a.webhookId} AND disabled_at IS NULL ${
+       succeeded
+         ? sql`AND (failing_since IS NOT NULL OR last_success_at IS NULL
+                    OR last_success_at < ${a.attemptedAt}::timestamptz - interval '1 second')`
+         : sql``
+     }`.execute(db);
+}
+
+export async function listWebhookAttempts(
+  db: Db,
+  webhookId: string,
+  limit = 50,
+): Promise<WebhookAttemptRow[]> {
+  return db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('webhook_id', '=', webhookId)
+    .orderBy('attempted_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+/** Deletes attempts older than `before`, a bounded batch at a time; answers how many went. */
+export async function pruneWebhookAttempts(db: Db, before: Date, batch = 10_000): Promise<number> {
+  const result = await sql`
+    DELETE FROM webhook_attempts WHERE id IN (
+      SELECT id FROM webhook_attempts WHERE attempted_at < ${before} ORDER BY attempted_at LIMIT ${batch})`.execute(
+    db,
+  );
+  return Number(result.numAffectedRows ?? 0);
+}
+
+// ---- The switch-off policy (spec 3.3, D7) ----
+
+/**
+ * Switches off every webhook whose failure streak is older than the window, bumping the epoch so
+ * pending retries are dropped. Only the statement that flips a row returns it, so with several
+ * dispatchers each switch-off (and its e-mail) happens once.
+ */
+export async function switchOffFailingWebhooks(
+  trx: Transaction<Database>,
+  windowMs: number,
+): Promise<WebhookRow[]> {
+  return trx
+    .updateTable('webhooks')
+    .set((eb) => ({ disabled_at: sql<Date>`now()`, disabled_reason: 'failing', epoch: eb('epoch', '+', 1) }))
+    .where('disabled_at', 'is', null)
+    .where('failing_since', '<=', sql<Date>`now() - make_interval(secs => ${windowMs / 1000})`)
+    .returningAll()
+    .execute();
+}
+
+/** Marks as warned every active webhook failing for longer than `afterMs` and not yet warned. */
+export async function warnFailingWebhooks(
+  trx: Transaction<Database>,
+  afterMs: number,
+): Promise<WebhookRow[]> {
+  return trx
+    .updateTable('webhooks')
+    .set({ warned_at: sql<Date>`now()` })
+    .where('disabled_at', 'is', null)
+    .where('warned_at', 'is', null)
+    .where('failing_since', '<=', sql<Date>`now() - make_interval(secs => ${afterMs / 1000})`)
+    .returningAll()
+    .execute();
+}
+
+// ---- E-mails owed to owners ----
+
+export interface NewOwnerNotice {
+  agencyId: string;
+  webhookId: string;
+  kind: OwnerNoticeKind;
+  recipient: string;
+  subject: string;
+  body: string;
+}
+
+export async function insertOwnerNotices(trx: Db, notices: NewOwnerNotice[]): Promise<void> {
+  if (notices.length === 0) return;
+  await trx
+    .insertInto('owner_notices')
+    .values(
+      notices.map((n) => ({
+        agency_id: n.agencyId,
+        webhook_id: n.webhookId,
+        kind: n.kind,
+        recipient: n.recipient,
+        subject: n.subject,
+        body: n.body,
+      })),
+    )
+    .execute();
+}
+
+/**
+ * Unsent notices, oldest first, locked for the caller's transaction; SKIP LOCKED lets several
+ * dispatchers send at once without sending one twice. A notice that failed waits a little longer
+ * after each failure.
+ */
+export async function claimUnsentNotices(
+  trx: Transaction<Database>,
+  limit: number,
+): Promise<OwnerNoticeRow[]> {
+  const result = await sql<OwnerNoticeRow>`
+    SELECT * FROM owner_notices
+     WHERE sent_at IS NULL AND send_attempts < 20
+       AND (send_attempts = 0 OR created_at + make_interval(secs => power(2, send_attempts)) < now())
+     ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`.execute(trx);
+  return result.rows;
+}
+
+export async function markNoticeSent(trx: Db, id: number): Promise<void> {
+  await trx
+    .updateTable('owner_notices')
+    .set({ sent_at: sql<Date>`now()` })
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function markNoticeFailed(trx: Db, id: number, error: string): Promise<void> {
+  await trx
+    .updateTable('owner_notices')
+    .set((eb) => ({ send_attempts: eb('send_attempts', '+', 1), last_error: error.slice(0, 500) }))
+    .where('id', '=', id)
+    .execute();
+}
