@@ -2,3 +2,5 @@ export { parseDuration, formatDuration } from './duration.ts';
 export { ConfigError, EnvReader, readCommonConfig } from './env.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { stopOnSignals } from './signals.ts';
+export { startHealthServer, portOf, type HealthChecks } from './health.ts';
+export { Loop } from './loop.ts';

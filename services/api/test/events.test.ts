@@ -4,7 +4,7 @@ import pino from 'pino';
 import { createApiKey, createDb, ensureEventPartitions } from '@trips/db';
 import { createTestDatabase, waitFor, type TestDatabase } from '@trips/testkit';
 import { Recorder } from '../../recorder/src/recorder.ts';
-import { Loop } from '../../recorder/src/loop.ts';
+import { Loop } from '@trips/runtime';
 import { encodeEventCursor } from '../src/routes/events.ts';
 import { agencyWithKey, client, startTestApi, type Fixture } from './support.ts';
 

@@ -3,10 +3,8 @@ import { sql, type Kysely } from 'kysely';
 import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-connection-manager';
 import type { ConfirmChannel } from 'amqplib';
 import { createDb, type Database } from '@trips/db';
-import type { Logger } from '@trips/runtime';
+import { Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { eventsExchange, type RecorderConfig } from './config.ts';
-import { startHealthServer, portOf } from './health.ts';
-import { Loop } from './loop.ts';
 import { Publisher } from './publisher.ts';
 import { Recorder } from './recorder.ts';
 

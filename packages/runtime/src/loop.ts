@@ -1,4 +1,4 @@
-import type { Logger } from '@trips/runtime';
+import type { Logger } from './logger.ts';
 
 /**
  * Runs `work` again and again: at once while it finds something to do, after `idleMs` when it
