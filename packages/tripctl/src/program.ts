@@ -10,6 +10,7 @@ import { registerKey } from './key.ts';
 import { registerMigrate } from './migrate.ts';
 import type { Io } from './output.ts';
 import { registerUser } from './user.ts';
+import { registerWebhook } from './webhook.ts';
 
 export interface RunOptions extends Io {
   env?: Env;
@@ -18,7 +19,7 @@ export interface RunOptions extends Io {
 function buildProgram(ctx: Context): Command {
   const program = new Command('tripctl')
     .description(
-      "The platform team's admin CLI for the trip service: schema, agencies, users, keys, demo data.",
+      "The platform team's admin CLI for the trip service: schema, agencies, users, keys, webhooks, demo data.",
     )
     // Inherited by every subcommand made with .command(): commander reports its own usage errors
     // through these instead of writing to the process and exiting it, which keeps run() testable.
@@ -32,6 +33,7 @@ function buildProgram(ctx: Context): Command {
   registerAgency(program, ctx);
   registerUser(program, ctx);
   registerKey(program, ctx);
+  registerWebhook(program, ctx);
   registerDemo(program, ctx);
   return program;
 }

@@ -1,0 +1,280 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { EVENT_TYPE_NAMES, isEventType } from '@trips/contracts';
+import {
+  createWebhook,
+  findWebhook,
+  listWebhookAttempts,
+  listWebhooks,
+  setWebhookEnabled,
+  webhookState,
+  type WebhookAttemptRow,
+  type WebhookRow,
+} from '@trips/db';
+import { requireAgency } from './agency.ts';
+import { idOf } from './args.ts';
+import { JSON_OPTION, type Context } from './context.ts';
+import { failure, usageError } from './errors.ts';
+import { printResult } from './output.ts';
+
+// Webhooks from the platform team's side (issue 4, item 8; decisions.md D7), so one can be set up
+// before the owners' settings page exists, and an owner's switched-off webhook switched back on.
+
+/** The webhooks table refuses longer URLs (migration 0005); refuse them here first, naming the length. */
+export const MAX_URL_LENGTH = 2048;
+const MAX_DESCRIPTION_LENGTH = 500;
+const MAX_ATTEMPTS_LIMIT = 1000;
+
+/**
+ * https only (D7), no credentials (they would be sent to whoever answers, and shown in every list),
+ * at most 2048 characters. Answers the URL as WHATWG parses it, which is what the dispatcher will
+ * call, so the scheme and host are lower case as the table's check expects.
+ */
+export function parseWebhookUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw new InvalidArgumentError(`'${value}' is not a URL.`);
+  }
+  if (url.username !== '' || url.password !== '') {
+    // First, and not an InvalidArgumentError: commander would quote the value, password included.
+    throw usageError(
+      "option '--url <url>': a webhook URL must not carry credentials (user:password@); " +
+        'the signature authenticates deliveries.',
+    );
+  }
+  if (url.protocol !== 'https:') {
+    throw new InvalidArgumentError(`'${value}' is not an https URL; webhooks are delivered over https only.`);
+  }
+  if (url.href.length > MAX_URL_LENGTH) {
+    throw new InvalidArgumentError(
+      `a webhook URL has at most ${MAX_URL_LENGTH} characters; this one has ${url.href.length}.`,
+    );
+  }
+  return url.href;
+}
+
+/** Comma-separated event types from the catalogue, or `all` for every one of them. */
+export function parseEventTypes(value: string): string[] {
+  if (value.trim() === 'all') return [...EVENT_TYPE_NAMES];
+  const types = [...new Set(value.split(',').map((s) => s.trim()))].filter((s) => s !== '');
+  if (types.length === 0) {
+    throw new InvalidArgumentError(`give at least one of ${EVENT_TYPE_NAMES.join(', ')}, or all.`);
+  }
+  const unknown = types.filter((s) => !isEventType(s));
+  if (unknown.length > 0) {
+    const list = unknown.map((s) => `'${s}'`).join(', ');
+    throw new InvalidArgumentError(
+      `unknown event type${unknown.length > 1 ? 's' : ''} ${list}; known event types: ${EVENT_TYPE_NAMES.join(', ')}.`,
+    );
+  }
+  return types;
+}
+
+export function parseDescription(value: string): string {
+  const description = value.trim();
+  if (description.length < 1 || description.length > MAX_DESCRIPTION_LENGTH) {
+    throw new InvalidArgumentError(`a description has 1 to ${MAX_DESCRIPTION_LENGTH} characters.`);
+  }
+  return description;
+}
+
+export function parseLimit(value: string): number {
+  const limit = /^\d+$/.test(value.trim()) ? Number(value.trim()) : NaN;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_ATTEMPTS_LIMIT) {
+    throw new InvalidArgumentError(`'${value}' is not a whole number from 1 to ${MAX_ATTEMPTS_LIMIT}.`);
+  }
+  return limit;
+}
+
+/** What tripctl shows of a webhook. The secrets live in another table and are never read here. */
+function webhookJson(w: WebhookRow) {
+  return {
+    id: w.id,
+    agency_id: w.agency_id,
+    url: w.url,
+    events: w.event_types,
+    description: w.description,
+    state: webhookState(w),
+    failing_since: w.failing_since,
+    disabled_at: w.disabled_at,
+    last_success_at: w.last_success_at,
+    last_failure_at: w.last_failure_at,
+    last_error: w.last_error,
+    created_at: w.created_at,
+    updated_at: w.updated_at,
+  };
+}
+
+const time = (d: Date | null, none: string) => (d ? d.toISOString() : none);
+
+function webhookLines(w: WebhookRow): string[] {
+  const state = webhookState(w);
+  const health = [`last success ${time(w.last_success_at, 'never')}`];
+  if (w.failing_since) health.unshift(`failing since ${time(w.failing_since, '')}`);
+  if (w.disabled_at) {
+    health.unshift(`${state === 'switched_off' ? 'switched off' : 'disabled'} at ${time(w.disabled_at, '')}`);
+  }
+  health.push(`last error ${w.last_error ?? 'none'}`);
+  return [
+    `${w.id}  ${state}  ${w.url}`,
+    `  events: ${w.event_types.join(', ')}`,
+    ...(w.description ? [`  description: ${w.description}`] : []),
+    `  ${health.join(', ')}`,
+  ];
+}
+
+function attemptJson(a: WebhookAttemptRow) {
+  return {
+    attempted_at: a.attempted_at,
+    event_id: a.event_id,
+    event_type: a.event_type,
+    attempt: a.attempt,
+    succeeded: a.succeeded,
+    status_code: a.status_code,
+    error: a.error,
+    duration_ms: a.duration_ms,
+    response_body: a.response_body,
+  };
+}
+
+function attemptLine(a: WebhookAttemptRow): string {
+  const outcome = [a.error, a.status_code === null ? null : String(a.status_code)]
+    .filter((s) => s !== null)
+    .join(' ');
+  return `${a.attempted_at.toISOString()}  ${a.event_id}  ${a.event_type}  #${a.attempt}  ${outcome}  ${a.duration_ms} ms`;
+}
+
+async function requireWebhook(ctx: Context, id: string): Promise<WebhookRow> {
+  const webhook = await findWebhook(ctx.db(), id);
+  if (!webhook) throw failure(`no webhook ${id}.`);
+  return webhook;
+}
+
+const webhookId = () => idOf('whk', 'a webhook');
+
+export function registerWebhook(program: Command, ctx: Context): void {
+  const webhook = program
+    .command('webhook')
+    .description('register webhooks, see their state and deliveries, switch them off and on');
+
+  webhook
+    .command('create')
+    .description('register an https webhook; its signing secret is printed once')
+    .usage('--agency <id> --url <url> --events <list> [--description <text>] [--json]')
+    .requiredOption('--agency <id>', 'the agency id (agy_…)', idOf('agy', 'an agency'))
+    .requiredOption(
+      '--url <url>',
+      `where to deliver: https, no credentials, at most ${MAX_URL_LENGTH} characters`,
+      parseWebhookUrl,
+    )
+    .requiredOption(
+      '--events <list>',
+      `comma-separated event types, or all for every one: ${EVENT_TYPE_NAMES.join(', ')}`,
+      parseEventTypes,
+    )
+    .option(
+      '--description <text>',
+      `a note for the owners (at most ${MAX_DESCRIPTION_LENGTH} characters)`,
+      parseDescription,
+    )
+    .option(...JSON_OPTION)
+    .action(
+      async (opts: {
+        agency: string;
+        url: string;
+        events: string[];
+        description?: string;
+        json?: boolean;
+      }) => {
+        const agency = await requireAgency(ctx, opts.agency);
+        const { webhook: created, secret } = await createWebhook(ctx.db(), {
+          agencyId: agency.id,
+          url: opts.url,
+          eventTypes: opts.events,
+          description: opts.description ?? null,
+        });
+        printResult(ctx.io, opts.json, { ...webhookJson(created), secret }, [
+          `Created webhook ${created.id} for agency ${agency.id} "${agency.name}", state ${webhookState(created)}:`,
+          `  url: ${created.url}`,
+          `  events: ${created.event_types.join(', ')}`,
+          'Its signing secret will not be shown again; store it now:',
+          secret,
+        ]);
+      },
+    );
+
+  webhook
+    .command('list')
+    .description("list an agency's webhooks with their state (never their secrets)")
+    .usage('--agency <id> [--json]')
+    .requiredOption('--agency <id>', 'the agency id (agy_…)', idOf('agy', 'an agency'))
+    .option(...JSON_OPTION)
+    .action(async (opts: { agency: string; json?: boolean }) => {
+      const agency = await requireAgency(ctx, opts.agency);
+      const webhooks = await listWebhooks(ctx.db(), agency.id);
+      const human =
+        webhooks.length === 0
+          ? [`Agency ${agency.id} "${agency.name}" has no webhooks.`]
+          : [
+              `Agency ${agency.id} "${agency.name}" has ${webhooks.length} webhook${webhooks.length > 1 ? 's' : ''}:`,
+              ...webhooks.flatMap(webhookLines),
+            ];
+      printResult(ctx.io, opts.json, { agency_id: agency.id, webhooks: webhooks.map(webhookJson) }, human);
+    });
+
+  webhook
+    .command('disable')
+    .description('switch a webhook off: nothing more is delivered and pending retries are dropped')
+    .usage('--id <id> [--json]')
+    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .option(...JSON_OPTION)
+    .action(async (opts: { id: string; json?: boolean }) => {
+      const updated = await setWebhookEnabled(ctx.db(), opts.id, false);
+      if (!updated) throw failure(`no webhook ${opts.id}.`);
+      printResult(ctx.io, opts.json, webhookJson(updated), [
+        `Webhook ${updated.id} is ${webhookState(updated).replace('_', ' ')}: nothing more is delivered to ${updated.url}.`,
+        `Switch it back on with 'tripctl webhook enable --id ${updated.id}'.`,
+      ]);
+    });
+
+  webhook
+    .command('enable')
+    .description('switch a webhook back on with a fresh failure streak (also after a switch-off)')
+    .usage('--id <id> [--json]')
+    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .option(...JSON_OPTION)
+    .action(async (opts: { id: string; json?: boolean }) => {
+      const updated = await setWebhookEnabled(ctx.db(), opts.id, true);
+      if (!updated) throw failure(`no webhook ${opts.id}.`);
+      printResult(ctx.io, opts.json, webhookJson(updated), [
+        `Webhook ${updated.id} is ${webhookState(updated)}: new events are delivered to ${updated.url}.`,
+        'Events recorded while it was off are not redelivered; read them with GET /events.',
+      ]);
+    });
+
+  webhook
+    .command('attempts')
+    .description("a webhook's recent delivery attempts, newest first")
+    .usage('--id <id> [--limit <n>] [--json]')
+    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .option('--limit <n>', `how many, from 1 to ${MAX_ATTEMPTS_LIMIT}`, parseLimit, 50)
+    .option(...JSON_OPTION)
+    .action(async (opts: { id: string; limit: number; json?: boolean }) => {
+      const found = await requireWebhook(ctx, opts.id);
+      const attempts = await listWebhookAttempts(ctx.db(), found.id, opts.limit);
+      const human =
+        attempts.length === 0
+          ? [`No delivery attempts recorded for webhook ${found.id} (${found.url}).`]
+          : [
+              `The ${attempts.length} most recent delivery attempt${attempts.length > 1 ? 's' : ''} of webhook ${found.id} (${found.url}), newest first:`,
+              ...attempts.map(attemptLine),
+            ];
+      printResult(
+        ctx.io,
+        opts.json,
+        { webhook_id: found.id, state: webhookState(found), attempts: attempts.map(attemptJson) },
+        human,
+      );
+    });
+}
