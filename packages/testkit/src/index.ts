@@ -1,3 +1,6 @@
 export { adminUrl, createTestDatabase, ensureTemplate, type TestDatabase } from './database.ts';
 export { waitFor } from './wait.ts';
 export * from './amqp.ts';
+export { createTestCa, type TestCa } from './tls.ts';
+export { startReceiver, type TestReceiver, type ReceivedRequest, type Answer } from './receiver.ts';
+export { startSmtp, type TestSmtp, type ReceivedMail } from './smtp.ts';

@@ -1,0 +1,90 @@
+import { readFileSync } from 'node:fs';
+import { EnvReader, readCommonConfig } from '@trips/runtime';
+
+/**
+ * The dispatcher's settings, read once from the environment: decisions.md D9 plus the DISPATCHER_*
+ * settings documented in docs/webhooks.md. Fails, naming every bad variable, before any connection
+ * is opened. Every timing rule of spec 6 is one value here, so tests run them in seconds.
+ */
+export function readConfig(source: Record<string, string | undefined> = process.env) {
+  const env = new EnvReader(source);
+  const caFile = env.optionalString('WEBHOOK_CA_FILE');
+  const config = {
+    ...readCommonConfig(env),
+    amqpUrl: env.url('AMQP_URL', 'amqp://guest:guest@localhost:5672', ['amqp:', 'amqps:'])!,
+    /** Prepended to exchange and queue names; tests use a random one per file. */
+    amqpPrefix: env.string('AMQP_PREFIX', ''),
+    /** Owners' e-mails go out through this; unset, they are written to the log instead. */
+    smtpUrl: env.url('SMTP_URL', undefined, ['smtp:', 'smtps:']),
+    mailFrom: env.string('MAIL_FROM', 'Trip Service <webhooks@trips.invalid>'),
+    /** Where owners manage webhooks; named in the switch-off e-mail. */
+    settingsUrl: env.string('SETTINGS_URL', 'http://localhost:3000/settings'),
+    /** After a failed attempt, wait these in turn; the last one repeats (spec 6.3: 1m … 6h, then 24h). */
+    retryDelaysMs: env.durations('WEBHOOK_RETRY_DELAYS', '1m,5m,30m,2h,6h,24h'),
+    /** Retries stop this long after a delivery first failed; a webhook with no 2xx for this long is switched off (spec 3.3). */
+    failureWindowMs: env.duration('WEBHOOK_FAILURE_WINDOW', '3d'),
+    /** The whole answer must arrive within this (spec 4.4: 10 seconds). */
+    timeoutMs: env.duration('WEBHOOK_TIMEOUT', '10s'),
+    /** Development and tests only: allow loopback and private addresses (D7). */
+    allowPrivateNetworks: env.bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    /** An extra CA to trust besides the system's (a local HTTPS receiver in tests). */
+    caFile,
+    ca: caFile ? readCa(caFile, env) : undefined,
+    /** Attempts log entries are kept this long (the same window as GET /events). */
+    retentionMs: env.duration('EVENT_RETENTION', '30d'),
+    /** Deliveries in flight per dispatcher; bounds memory and sockets (bounded prefetch). */
+    prefetch: env.int('DISPATCHER_PREFETCH', 100, { min: 1, max: 10_000 }),
+    /** Attempts in flight to one webhook from one dispatcher; more wait, beyond twice this they are deferred. */
+    endpointConcurrency: env.int('DISPATCHER_ENDPOINT_CONCURRENCY', 10, { min: 1, max: 1_000 }),
+    /** /healthz and /readyz; 0 picks a free port (tests). */
+    healthPort: env.int('DISPATCHER_HEALTH_PORT', 3002, { min: 0, max: 65_535 }),
+    /** SIGTERM: in-flight attempts finish (they last at most WEBHOOK_TIMEOUT); past this the process exits anyway. */
+    stopTimeoutMs: env.duration('DISPATCHER_STOP_TIMEOUT', '20s'),
+  };
+  env.check(
+    config.stopTimeoutMs > config.timeoutMs,
+    `DISPATCHER_STOP_TIMEOUT (${config.stopTimeoutMs} ms) must be longer than WEBHOOK_TIMEOUT (${config.timeoutMs} ms), so in-flight deliveries can finish`,
+  );
+  env.check(
+    config.failureWindowMs >= config.retryDelaysMs[0]!,
+    'WEBHOOK_FAILURE_WINDOW must not be shorter than the first of WEBHOOK_RETRY_DELAYS',
+  );
+  env.done();
+  return Object.freeze({ ...config, policy: deliveryPolicy(config) });
+}
+
+function readCa(file: string, env: EnvReader): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    env.check(
+      false,
+      `WEBHOOK_CA_FILE: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+    return undefined;
+  }
+}
+
+/**
+ * The delivery policy as data, derived from the settings in one place (architecture example 4).
+ * Everything that decides when to retry, warn or switch off reads it from here.
+ */
+function deliveryPolicy(c: { retryDelaysMs: number[]; failureWindowMs: number }) {
+  return {
+    retryDelaysMs: c.retryDelaysMs,
+    failureWindowMs: c.failureWindowMs,
+    /** Owners are warned once a webhook has failed for a third of the window (issue 4). */
+    warnAfterMs: Math.round(c.failureWindowMs / 3),
+    /**
+     * How often the switch-off policy looks for webhooks past the window: a twentieth of it, between
+     * 250 ms and a minute, so a 3-day window is enforced to the minute and a 10 s one in tests
+     * to half a second.
+     */
+    sweepIntervalMs: Math.min(60_000, Math.max(250, Math.round(c.failureWindowMs / 20))),
+    /** A delivery that cannot be tried now (breaker open, endpoint saturated) waits the first delay. */
+    deferDelayMs: c.retryDelaysMs[0]!,
+  };
+}
+
+export type DispatcherConfig = ReturnType<typeof readConfig>;
+export type DeliveryPolicy = DispatcherConfig['policy'];

@@ -1,0 +1,140 @@
+import type { ConsumeMessage } from 'amqplib';
+import type { Kysely } from 'kysely';
+import { isValid, type DeliveryMessage } from '@trips/contracts';
+import { findDeliveryTarget, recordAttempt, type Database, type DeliveryTarget } from '@trips/db';
+import type { Logger } from '@trips/runtime';
+import type { DeliveryPolicy } from './config.ts';
+import type { Disposition, Publisher } from './consumer.ts';
+import type { AttemptResult, Sender } from './delivery.ts';
+import type { DeferReason, Endpoints } from './endpoints.ts';
+import { parse } from './fan-out.ts';
+import { nextRetry } from './schedule.ts';
+import type { Topology } from './topology.ts';
+
+export interface DelivererDeps {
+  db: Kysely<Database>;
+  sender: Sender;
+  endpoints: Endpoints;
+  policy: DeliveryPolicy;
+  topology: Topology;
+  logger: Logger;
+  /** Told about every outcome (metrics, tests). */
+  onOutcome?: (outcome: Outcome, delivery: DeliveryMessage) => void;
+}
+
+/** Every way a delivery message can end, one handler each (architecture example 5). */
+export type Outcome =
+  | { kind: 'delivered'; result: AttemptResult }
+  | { kind: 'retry_scheduled'; result: AttemptResult; delayMs: number }
+  | { kind: 'gave_up'; result: AttemptResult }
+  | { kind: 'deferred'; reason: DeferReason; delayMs: number }
+  | { kind: 'dropped'; reason: 'webhook_gone' | 'webhook_off' | 'unsubscribed' };
+
+/**
+ * Stage two: one attempt of one delivery (spec 4.4, 6.2–6.4; D7). The webhook is read fresh, so a
+ * changed URL or secret applies to the next attempt and a switch-off drops what is still queued.
+ */
+export function delivererHandler(deps: DelivererDeps) {
+  const { db, sender, endpoints, policy, topology, logger } = deps;
+
+  /** Queues the delivery again behind a delay queue, confirmed before the current copy is acked. */
+  const requeue = (publisher: Publisher, delivery: DeliveryMessage, delayMs: number) =>
+    publisher.publish('', topology.retryQueue(delayMs), Buffer.from(JSON.stringify(delivery)), {
+      contentType: 'application/json',
+      messageId: delivery.event.id,
+      type: delivery.event.type,
+      headers: { webhook_id: delivery.webhook_id },
+    });
+
+  const prepare = (delivery: DeliveryMessage, target: DeliveryTarget | undefined): Outcome | undefined => {
+    if (!target) return { kind: 'dropped', reason: 'webhook_gone' };
+    if (target.disabled_at || target.epoch !== delivery.epoch)
+      return { kind: 'dropped', reason: 'webhook_off' };
+    if (!target.event_types.includes(delivery.event.type)) return { kind: 'dropped', reason: 'unsubscribed' };
+    return undefined;
+  };
+
+  const record = (delivery: DeliveryMessage, result: AttemptResult) =>
+    recordAttempt(db, {
+      webhookId: delivery.webhook_id,
+      eventId: delivery.event.id,
+      eventType: delivery.event.type,
+      attempt: delivery.attempt,
+      attemptedAt: result.at,
+      durationMs: result.durationMs,
+      statusCode: result.statusCode,
+      error: result.error,
+      responseBody: result.body,
+    });
+
+  const handleSuccess = async (delivery: DeliveryMessage, result: AttemptResult): Promise<Outcome> => {
+    await record(delivery, result);
+    return { kind: 'delivered', result };
+  };
+
+  const handleFailure = async (
+    delivery: DeliveryMessage,
+    result: AttemptResult,
+    publisher: Publisher,
+  ): Promise<Outcome> => {
+    await record(delivery, result);
+    const retry = nextRetry(policy, delivery.attempt, delivery.first_failed_at, result.at.getTime());
+    if (!retry) return { kind: 'gave_up', result };
+    await requeue(
+      publisher,
+      { ...delivery, attempt: delivery.attempt + 1, first_failed_at: retry.firstFailedAt },
+      retry.delayMs,
+    );
+    return { kind: 'retry_scheduled', result, delayMs: retry.delayMs };
+  };
+
+  const handleDeferred = async (
+    delivery: DeliveryMessage,
+    reason: DeferReason,
+    publisher: Publisher,
+  ): Promise<Outcome> => {
+    // Not an attempt: nothing was sent, so the attempt number and the window stay as they were.
+    await requeue(publisher, delivery, policy.deferDelayMs);
+    return { kind: 'deferred', reason, delayMs: policy.deferDelayMs };
+  };
+
+  return async (message: ConsumeMessage, publisher: Publisher): Promise<Disposition> => {
+    const delivery = parse(message.content);
+    if (!isValid('DeliveryMessage', delivery)) {
+      logger.error({ messageId: message.properties.messageId }, 'malformed delivery message parked');
+      return 'park';
+    }
+    const target = await findDeliveryTarget(db, delivery.webhook_id);
+    let outcome = prepare(delivery, target);
+    if (!outcome) {
+      const guarded = await endpoints.run(delivery.webhook_id, () =>
+        sender.send({ url: target!.url, event: delivery.event, secrets: target!.secrets }),
+      );
+      if ('deferred' in guarded) outcome = await handleDeferred(delivery, guarded.deferred, publisher);
+      else if (guarded.attempted.error === null) outcome = await handleSuccess(delivery, guarded.attempted);
+      else outcome = await handleFailure(delivery, guarded.attempted, publisher);
+    }
+    log(logger, delivery, outcome);
+    deps.onOutcome?.(outcome, delivery);
+    return 'ack';
+  };
+}
+
+function log(logger: Logger, delivery: DeliveryMessage, outcome: Outcome): void {
+  const fields = {
+    eventId: delivery.event.id,
+    webhookId: delivery.webhook_id,
+    attempt: delivery.attempt,
+    outcome: outcome.kind,
+    ...('result' in outcome && {
+      status: outcome.result.statusCode,
+      error: outcome.result.error,
+      durationMs: outcome.result.durationMs,
+    }),
+    ...('reason' in outcome && { reason: outcome.reason }),
+    ...('delayMs' in outcome && { retryInMs: outcome.delayMs }),
+  };
+  if (outcome.kind === 'delivered') logger.debug(fields, 'delivered');
+  else if (outcome.kind === 'gave_up') logger.warn(fields, 'delivery gave up: retry window passed');
+  else logger.info(fields, `delivery ${outcome.kind.replace('_', ' ')}`);
+}

@@ -1,0 +1,168 @@
+import { Agent as HttpsAgent } from 'node:https';
+import { rootCertificates } from 'node:tls';
+import got, { type Got } from 'got';
+import type { Event } from '@trips/contracts';
+import { signatureHeader } from './signature.ts';
+import { createSsrfGuard, guardedGotOptions } from './ssrf.ts';
+
+/** D7: the User-Agent of every delivery. */
+export const USER_AGENT = 'TripService-Webhooks/1';
+/** The attempts log keeps this much of each answer. */
+const BODY_LIMIT = 1024;
+
+/**
+ * Why an attempt did not succeed; stored in webhook_attempts.error and shown to owners. A non-2xx
+ * answer is `http_status` (or `redirect` for a 3xx, which is never followed: spec 4.4).
+ */
+export type AttemptError =
+  | 'http_status'
+  | 'redirect'
+  | 'timeout'
+  | 'connection_refused'
+  | 'connection_reset'
+  | 'dns'
+  | 'tls'
+  | 'ssrf_blocked'
+  | 'invalid_url'
+  | 'network';
+
+export interface AttemptResult {
+  /** When the attempt started. */
+  at: Date;
+  durationMs: number;
+  statusCode: number | null;
+  /** Null when a 2xx came back in time. */
+  error: AttemptError | null;
+  /** The first KiB of the answer, as text. */
+  body: string | null;
+}
+
+export interface SenderOptions {
+  timeoutMs: number;
+  allowPrivateNetworks: boolean;
+  /** An extra CA (PEM) trusted besides the system's. */
+  ca?: string;
+}
+
+export interface DeliveryRequest {
+  url: string;
+  event: Event;
+  /** The secrets signing now, newest first. */
+  secrets: readonly string[];
+}
+
+/**
+ * Makes one webhook attempt (spec 4.4, D7): a signed POST of the event record, https only, no
+ * redirects followed, got's own retries off (ours go through the delay queues), the whole answer
+ * within the timeout, never connecting to a non-public address unless allowed. It never throws:
+ * every way an attempt can end is an AttemptResult.
+ */
+export class Sender {
+  private readonly client: Got;
+  private readonly agent: HttpsAgent;
+
+  constructor(options: SenderOptions) {
+    // Keep-alive: a busy endpoint gets its deliveries over a few warm connections instead of a TLS
+    // handshake each. Sockets idle for long are closed so a dead endpoint holds nothing.
+    this.agent = new HttpsAgent({ keepAlive: true, maxSockets: 256, timeout: 60_000 });
+    const guard = createSsrfGuard({ allowPrivateNetworks: options.allowPrivateNetworks });
+    this.client = got.extend(guardedGotOptions(guard), {
+      method: 'POST',
+      agent: { https: this.agent },
+      https: options.ca ? { certificateAuthority: [...rootCertificates, options.ca] } : {},
+      timeout: { request: options.timeoutMs },
+      followRedirect: false,
+      retry: { limit: 0 },
+      throwHttpErrors: false,
+      decompress: false,
+    });
+  }
+
+  async send(request: DeliveryRequest): Promise<AttemptResult> {
+    const at = new Date();
+    const started = performance.now();
+    const finish = (fields: Omit<AttemptResult, 'at' | 'durationMs'>): AttemptResult => ({
+      at,
+      durationMs: Math.round(performance.now() - started),
+      ...fields,
+    });
+    let url: URL;
+    try {
+      url = new URL(request.url);
+      if (url.protocol !== 'https:') throw new Error('not https');
+    } catch {
+      return finish({ statusCode: null, error: 'invalid_url', body: null });
+    }
+
+    const body = JSON.stringify(request.event);
+    const stream = this.client.stream(url, {
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': USER_AGENT,
+        'service-event-id': request.event.id,
+        'service-event-type': request.event.type,
+        // Each attempt signs anew with its own time (D7).
+        'service-signature': signatureHeader(body, request.secrets, Math.floor(Date.now() / 1000)),
+      },
+    });
+    try {
+      const response = await new Promise<{ statusCode: number }>((resolve, reject) => {
+        stream.once('response', resolve);
+        stream.once('error', reject);
+      });
+      const text = await readPrefix(stream, BODY_LIMIT);
+      const status = response.statusCode;
+      const error =
+        status >= 200 && status < 300 ? null : status >= 300 && status < 400 ? 'redirect' : 'http_status';
+      return finish({ statusCode: status, error, body: text });
+    } catch (error) {
+      return finish({ statusCode: null, error: classify(error), body: null });
+    } finally {
+      stream.destroy();
+    }
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/**
+ * Reads at most `limit` bytes of the answer and stops: a 2xx is a success whatever follows, and an
+ * endpoint answering gigabytes must not fill our memory. A body cut off by the timeout keeps what
+ * arrived.
+ */
+async function readPrefix(stream: AsyncIterable<Buffer>, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of stream) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= limit) break;
+    }
+  } catch {
+    // The status line came; what the body did afterwards does not change the outcome.
+  }
+  // Cut on a character boundary so the stored text is valid UTF-8 within the limit.
+  return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, limit)).replace(/\uFFFD+$/, '');
+}
+
+const TLS_CODES =
+  /^(ERR_TLS_|ERR_SSL_|EPROTO$|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|HOSTNAME_MISMATCH|ERR_OSSL)/;
+
+/** Maps what got and Node throw to the error classes owners see. */
+export function classify(error: unknown): AttemptError {
+  const e = error as { code?: string; name?: string; cause?: { code?: string } };
+  const code = e.code ?? e.cause?.code ?? '';
+  if (code === 'ssrf_blocked') return 'ssrf_blocked';
+  if (e.name === 'TimeoutError' || code === 'ETIMEDOUT') return 'timeout';
+  if (code === 'ECONNREFUSED') return 'connection_refused';
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ERR_STREAM_PREMATURE_CLOSE')
+    return 'connection_reset';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NODATA') return 'dns';
+  if (TLS_CODES.test(code)) return 'tls';
+  if (code === 'ERR_INVALID_URL') return 'invalid_url';
+  return 'network';
+}

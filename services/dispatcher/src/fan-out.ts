@@ -1,0 +1,54 @@
+import type { ConsumeMessage } from 'amqplib';
+import type { Kysely } from 'kysely';
+import { isValid, type DeliveryMessage } from '@trips/contracts';
+import { subscribedWebhooks, type Database } from '@trips/db';
+import type { Logger } from '@trips/runtime';
+import type { Disposition, Publisher } from './consumer.ts';
+import type { Topology } from './topology.ts';
+
+/**
+ * Stage one: a recorded event becomes one delivery message per active webhook of its agency that
+ * subscribes to its type (spec 6.2). Each delivery then lives on its own, so one webhook failing or
+ * hanging never delays another's. The event is acked only after RabbitMQ confirmed every delivery:
+ * a crash in between fans it out again, and the receivers dedupe by event id (spec 6.5).
+ */
+export function fanOutHandler(deps: { db: Kysely<Database>; topology: Topology; logger: Logger }) {
+  const { db, topology, logger } = deps;
+  return async (message: ConsumeMessage, publisher: Publisher): Promise<Disposition> => {
+    const body = parse(message.content);
+    if (!isValid('EventMessage', body)) {
+      logger.error({ messageId: message.properties.messageId }, 'malformed event message parked');
+      return 'park';
+    }
+    const { agency_id: agencyId, event } = body;
+    const webhooks = await subscribedWebhooks(db, agencyId, event.type);
+    await Promise.all(
+      webhooks.map((webhook) => {
+        const delivery: DeliveryMessage = {
+          webhook_id: webhook.id,
+          agency_id: agencyId,
+          epoch: webhook.epoch,
+          event,
+          attempt: 1,
+          first_failed_at: null,
+        };
+        return publisher.publish('', topology.deliveriesQueue, Buffer.from(JSON.stringify(delivery)), {
+          contentType: 'application/json',
+          messageId: event.id,
+          type: event.type,
+          headers: { webhook_id: webhook.id },
+        });
+      }),
+    );
+    logger.debug({ eventId: event.id, type: event.type, webhooks: webhooks.length }, 'event fanned out');
+    return 'ack';
+  };
+}
+
+export function parse(content: Buffer): unknown {
+  try {
+    return JSON.parse(content.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,64 @@
+import { formatDuration } from '@trips/runtime';
+import type { NewOwnerNotice, WebhookRow } from '@trips/db';
+
+export interface NoticeContext {
+  /** Where owners manage webhooks. */
+  settingsUrl: string;
+  failureWindowMs: number;
+}
+
+/**
+ * The e-mails owners get about a failing webhook. Plain text, written for an agency owner who may
+ * not be a developer: which webhook, since when, the last error, and what to do. Never a secret.
+ */
+export function switchedOffNotice(
+  webhook: WebhookRow,
+  recipient: string,
+  ctx: NoticeContext,
+): NewOwnerNotice {
+  return {
+    agencyId: webhook.agency_id,
+    webhookId: webhook.id,
+    kind: 'webhook_switched_off',
+    recipient,
+    subject: `Webhook switched off: ${webhook.url}`,
+    body: [
+      `Your webhook ${webhook.id} (${webhook.url}) has been switched off.`,
+      '',
+      `It has not answered any delivery with a 2xx status since ${iso(webhook.failing_since)},`,
+      `which is longer than ${formatDuration(ctx.failureWindowMs)}. We stopped sending it events at ${iso(webhook.disabled_at)}.`,
+      `Last error: ${webhook.last_error ?? 'unknown'}.`,
+      '',
+      'Nothing is lost: GET /api/v1/events keeps every event for 30 days, so your system can catch up',
+      'from its last stored cursor once the endpoint works again.',
+      '',
+      'To switch it back on, fix the endpoint, then:',
+      `  - in API settings (${ctx.settingsUrl}), open Webhooks and choose "Switch on", or`,
+      `  - ask the platform team to run: tripctl webhook enable --id ${webhook.id}`,
+      'Switching it on starts a fresh failure count; events recorded while it was off are not sent',
+      'automatically (an owner can ask to redeliver events since a time).',
+    ].join('\n'),
+  };
+}
+
+export function failingNotice(webhook: WebhookRow, recipient: string, ctx: NoticeContext): NewOwnerNotice {
+  return {
+    agencyId: webhook.agency_id,
+    webhookId: webhook.id,
+    kind: 'webhook_failing',
+    recipient,
+    subject: `Webhook failing: ${webhook.url}`,
+    body: [
+      `Your webhook ${webhook.id} (${webhook.url}) has not answered any delivery with a 2xx status`,
+      `since ${iso(webhook.failing_since)}. Last error: ${webhook.last_error ?? 'unknown'}.`,
+      '',
+      'We keep retrying each delivery. If the endpoint still fails',
+      `${formatDuration(ctx.failureWindowMs)} after it started failing, we switch the webhook off and tell you again.`,
+      `You can see each attempt in API settings (${ctx.settingsUrl}).`,
+    ].join('\n'),
+  };
+}
+
+function iso(value: Date | string | null): string {
+  return value ? new Date(value).toISOString() : 'unknown';
+}

@@ -1,0 +1,158 @@
+import type { Server } from 'node:http';
+import { sql, type Kysely } from 'kysely';
+import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
+import type { DeliveryMessage } from '@trips/contracts';
+import { createDb, pruneWebhookAttempts, type Database } from '@trips/db';
+import { Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
+import type { DispatcherConfig } from './config.ts';
+import { Consumer } from './consumer.ts';
+import { delivererHandler, type Outcome } from './deliverer.ts';
+import { Sender } from './delivery.ts';
+import { Endpoints, type EndpointProtection } from './endpoints.ts';
+import { fanOutHandler } from './fan-out.ts';
+import { Mailer } from './mailer.ts';
+import { enforceSwitchOff } from './switch-off.ts';
+import { declareTopology, topology } from './topology.ts';
+
+export interface DispatcherService {
+  readonly healthPort: number;
+  stop(): Promise<void>;
+}
+
+export interface DispatcherHooks {
+  /** Told about every delivery outcome (tests, benchmarks). */
+  onOutcome?: (outcome: Outcome, delivery: DeliveryMessage) => void;
+  /** Overrides the breaker and concurrency defaults (tests). */
+  protection?: Partial<EndpointProtection>;
+}
+
+/** Short-term endpoint protection (endpoints.ts). Policy as data, with why in each comment. */
+const DEFAULT_PROTECTION: EndpointProtection = {
+  concurrency: 10,
+  breaker: {
+    // Open on a clear majority of failures, and only after enough attempts that one event's own
+    // retries (at most a handful per window) can never open it: the schedule stays exact.
+    errorThresholdPercentage: 50,
+    volumeThreshold: 10,
+    rollingWindowMs: 60_000,
+    // One trial after half a minute: a recovered endpoint is back quickly, a dead one costs one
+    // attempt per half minute per dispatcher instead of one per delivery.
+    cooldownMs: 30_000,
+  },
+};
+
+/** Opens the dependencies, starts the consumers, loops and health server. */
+export async function startDispatcherService(
+  config: DispatcherConfig,
+  logger: Logger,
+  hooks: DispatcherHooks = {},
+): Promise<DispatcherService> {
+  const db: Kysely<Database> = createDb(config.databaseUrl, { max: 10, applicationName: 'trips-dispatcher' });
+  const names = topology(config.amqpPrefix, config.retryDelaysMs);
+  const connection: AmqpConnectionManager = amqp.connect([config.amqpUrl], {
+    heartbeatIntervalInSeconds: 10,
+  });
+  connection.on('connect', () => logger.info('connected to RabbitMQ'));
+  connection.on('disconnect', ({ err }) => logger.warn({ err }, 'disconnected from RabbitMQ; reconnecting'));
+
+  const sender = new Sender({
+    timeoutMs: config.timeoutMs,
+    allowPrivateNetworks: config.allowPrivateNetworks,
+    ca: config.ca,
+  });
+  const endpoints = new Endpoints({
+    ...DEFAULT_PROTECTION,
+    concurrency: config.endpointConcurrency,
+    ...hooks.protection,
+  });
+  const mailer = new Mailer(
+    db,
+    { smtpUrl: config.smtpUrl, from: config.mailFrom },
+    logger.child({ component: 'mailer' }),
+  );
+
+  const fanOut = new Consumer(
+    connection,
+    {
+      name: 'fan-out',
+      queue: names.eventsQueue,
+      prefetch: config.prefetch,
+      setup: (ch) => declareTopology(ch, names),
+      handle: fanOutHandler({ db, topology: names, logger: logger.child({ component: 'fan-out' }) }),
+    },
+    logger,
+  );
+  const deliveries = new Consumer(
+    connection,
+    {
+      name: 'deliveries',
+      queue: names.deliveriesQueue,
+      prefetch: config.prefetch,
+      setup: (ch) => declareTopology(ch, names),
+      handle: delivererHandler({
+        db,
+        sender,
+        endpoints,
+        policy: config.policy,
+        topology: names,
+        logger: logger.child({ component: 'deliverer' }),
+        onOutcome: hooks.onOutcome,
+      }),
+    },
+    logger,
+  );
+
+  const mailLoop = new Loop('mail', () => mailer.sendBatch(), 1_000, logger);
+  const switchOffLoop = new Loop(
+    'switch-off',
+    async () => {
+      const { switchedOff, warned } = await enforceSwitchOff(
+        db,
+        config.policy,
+        { settingsUrl: config.settingsUrl, failureWindowMs: config.failureWindowMs },
+        logger.child({ component: 'switch-off' }),
+      );
+      if (switchedOff.length + warned.length > 0) mailLoop.kick();
+      return 0; // runs on its interval, never back to back
+    },
+    config.policy.sweepIntervalMs,
+    logger,
+  );
+  const pruneLoop = new Loop(
+    'prune-attempts',
+    () => pruneWebhookAttempts(db, new Date(Date.now() - config.retentionMs)),
+    60 * 60_000,
+    logger,
+  );
+
+  await Promise.all([fanOut.ready(), deliveries.ready()]);
+  const health: Server = await startHealthServer(config.healthPort, {
+    live: () => true,
+    ready: async () => {
+      await sql`SELECT 1`.execute(db);
+      return fanOut.connected && deliveries.connected;
+    },
+  });
+  mailLoop.start();
+  switchOffLoop.start();
+  pruneLoop.start();
+  logger.info({ queues: names, healthPort: portOf(health) }, 'dispatcher started');
+
+  return {
+    healthPort: portOf(health),
+    async stop() {
+      // Consumers first: they stop taking messages and finish the attempts in flight, which still
+      // need the channel (to ack, to queue retries) and the pool (to record attempts). The loops
+      // next, each finishing its round; then the connections they all used.
+      await Promise.all([fanOut.stop(), deliveries.stop()]);
+      await Promise.all([switchOffLoop.stop(), mailLoop.stop(), pruneLoop.stop()]);
+      await connection.close();
+      endpoints.close();
+      sender.close();
+      mailer.close();
+      await new Promise((resolve) => health.close(resolve));
+      await db.destroy();
+      logger.info('dispatcher stopped');
+    },
+  };
+}

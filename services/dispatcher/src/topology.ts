@@ -1,0 +1,77 @@
+import type { Channel } from 'amqplib';
+
+/**
+ * The dispatcher's RabbitMQ topology, in one place:
+ *
+ *   trips.events (topic, the recorder's) ──#──► trips.dispatcher.events      fan-out: one delivery per webhook
+ *   trips.dispatcher.deliveries ◄───────────────────────────────────────── (default exchange)
+ *        │ attempt fails                                                   │ TTL expires: dead-lettered back
+ *        └──► trips.dispatcher.retry.<delay>ms (one per distinct delay) ──┘
+ *   trips.dispatcher.parked  ◄── messages that cannot be handled (malformed, or redelivered too often)
+ *
+ * Every queue is a durable quorum queue, so a RabbitMQ cluster replicates it. Dead-lettering uses the
+ * at-least-once strategy, which needs reject-publish overflow: a message leaves a delay queue only
+ * once the delivery queue has confirmed it, so no hop can lose one. A delay queue's name carries its
+ * delay because a queue's TTL cannot change once declared: a new WEBHOOK_RETRY_DELAYS declares new
+ * queues beside the old ones, which drain by themselves. Only features of both RabbitMQ 3.10 and 4.x.
+ */
+export interface Topology {
+  eventsExchange: string;
+  eventsQueue: string;
+  deliveriesQueue: string;
+  parkedQueue: string;
+  retryQueue(delayMs: number): string;
+  retryDelaysMs: number[];
+}
+
+export function topology(prefix: string, retryDelaysMs: number[]): Topology {
+  const base = `${prefix}trips.dispatcher`;
+  return {
+    eventsExchange: `${prefix}trips.events`,
+    eventsQueue: `${base}.events`,
+    deliveriesQueue: `${base}.deliveries`,
+    parkedQueue: `${base}.parked`,
+    retryQueue: (delayMs) => `${base}.retry.${delayMs}ms`,
+    retryDelaysMs: [...new Set(retryDelaysMs)],
+  };
+}
+
+/** A message redelivered this often (each time its handler died with the process) is parked. */
+const DELIVERY_LIMIT = 20;
+
+const quorum = { 'x-queue-type': 'quorum' };
+
+/** Declares everything; idempotent, run on every (re)connect. */
+export async function declareTopology(ch: Channel, t: Topology): Promise<void> {
+  const parkOnFailure = {
+    ...quorum,
+    'x-delivery-limit': DELIVERY_LIMIT,
+    'x-dead-letter-exchange': '',
+    'x-dead-letter-routing-key': t.parkedQueue,
+    'x-dead-letter-strategy': 'at-least-once',
+    'x-overflow': 'reject-publish',
+  };
+  await ch.assertExchange(t.eventsExchange, 'topic', { durable: true });
+  await ch.assertQueue(t.parkedQueue, { durable: true, arguments: quorum });
+  await ch.assertQueue(t.eventsQueue, { durable: true, arguments: parkOnFailure });
+  await ch.bindQueue(t.eventsQueue, t.eventsExchange, '#');
+  await ch.assertQueue(t.deliveriesQueue, { durable: true, arguments: parkOnFailure });
+  for (const delayMs of t.retryDelaysMs) {
+    await ch.assertQueue(t.retryQueue(delayMs), {
+      durable: true,
+      arguments: {
+        ...quorum,
+        'x-message-ttl': delayMs,
+        'x-dead-letter-exchange': '',
+        'x-dead-letter-routing-key': t.deliveriesQueue,
+        'x-dead-letter-strategy': 'at-least-once',
+        'x-overflow': 'reject-publish',
+      },
+    });
+  }
+}
+
+/** Every queue name, for tests and tools that clean up. */
+export function queueNames(t: Topology): string[] {
+  return [t.eventsQueue, t.deliveriesQueue, t.parkedQueue, ...t.retryDelaysMs.map(t.retryQueue)];
+}

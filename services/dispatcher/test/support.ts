@@ -1,0 +1,184 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { Writable } from 'node:stream';
+import amqplib from 'amqplib';
+import type { Kysely } from 'kysely';
+import pino from 'pino';
+import { eventRecord, type Event, type EventType, type EventMessage } from '@trips/contracts';
+import { createAgency, createUser, createWebhook, type Database } from '@trips/db';
+import {
+  amqpUrl,
+  createTestDatabase,
+  deleteAmqpObjects,
+  randomAmqpPrefix,
+  type TestDatabase,
+  type ReceivedRequest,
+} from '@trips/testkit';
+import {
+  queueNames,
+  readConfig,
+  startDispatcherService,
+  topology,
+  type DispatcherHooks,
+  type DispatcherService,
+  type Outcome,
+} from '../src/index.ts';
+
+/** Collects a service's log lines so tests can read them (and check nothing secret is in them). */
+export class LogCapture {
+  readonly lines: string[] = [];
+  readonly logger = pino(
+    { level: 'debug' },
+    new Writable({
+      write: (chunk: Buffer, _enc, done) => {
+        this.lines.push(chunk.toString());
+        done();
+      },
+    }),
+  );
+  text(): string {
+    return this.lines.join('');
+  }
+}
+
+export interface TestDispatcher {
+  db: Kysely<Database>;
+  database: TestDatabase;
+  prefix: string;
+  logs: LogCapture;
+  outcomes: { outcome: Outcome; webhookId: string; eventId: string; attempt: number; at: number }[];
+  service: DispatcherService;
+  /** Publishes an event as the recorder would. */
+  publish(agencyId: string, event: Event): Promise<void>;
+  /** Stops the service (idempotent). */
+  stop(): Promise<void>;
+  /** Stops everything and removes the database and queues. */
+  cleanup(): Promise<void>;
+}
+
+/**
+ * A dispatcher on a fresh database and a random queue prefix, with the test's settings. Defaults
+ * suit tests: private networks allowed (receivers are local), seconds instead of hours.
+ */
+export async function startTestDispatcher(
+  env: Record<string, string> = {},
+  hooks: DispatcherHooks = {},
+): Promise<TestDispatcher> {
+  const database = await createTestDatabase();
+  const prefix = randomAmqpPrefix();
+  const settings = {
+    DATABASE_URL: database.url,
+    AMQP_URL: amqpUrl,
+    AMQP_PREFIX: prefix,
+    DISPATCHER_HEALTH_PORT: '0',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_RETRY_DELAYS: '1s,2s,3s',
+    WEBHOOK_FAILURE_WINDOW: '10s',
+    WEBHOOK_TIMEOUT: '2s',
+    DISPATCHER_STOP_TIMEOUT: '5s',
+    ...env,
+  };
+  const config = readConfig(settings);
+  const logs = new LogCapture();
+  const outcomes: TestDispatcher['outcomes'] = [];
+  const service = await startDispatcherService(config, logs.logger, {
+    ...hooks,
+    onOutcome: (outcome, delivery) => {
+      outcomes.push({
+        outcome,
+        webhookId: delivery.webhook_id,
+        eventId: delivery.event.id,
+        attempt: delivery.attempt,
+        at: Date.now(),
+      });
+      hooks.onOutcome?.(outcome, delivery);
+    },
+  });
+  const names = topology(prefix, config.retryDelaysMs);
+  const connection = await amqplib.connect(amqpUrl);
+  const channel = await connection.createConfirmChannel();
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await service.stop();
+  };
+  return {
+    db: database.db,
+    database,
+    prefix,
+    logs,
+    outcomes,
+    service,
+    publish: async (agencyId, event) => {
+      const message: EventMessage = { agency_id: agencyId, event };
+      channel.publish(names.eventsExchange, event.type, Buffer.from(JSON.stringify(message)), {
+        persistent: true,
+        messageId: event.id,
+        contentType: 'application/json',
+      });
+      await channel.waitForConfirms();
+    },
+    stop,
+    cleanup: async () => {
+      await stop();
+      await connection.close().catch(() => {});
+      await deleteAmqpObjects({ queues: queueNames(names), exchanges: [names.eventsExchange] });
+      await database.drop();
+    },
+  };
+}
+
+let counter = 0;
+
+/** A synthetic event record as the recorder makes them (ids are unique per test run). */
+export function makeEvent(type: EventType = 'trip.created', objectId?: string): Event {
+  const id = `evt_${Date.now().toString(36)}${(++counter).toString().padStart(6, '0')}`;
+  const objectType = type.split('.')[0] as 'trip' | 'payment' | 'contact';
+  const prefix = { trip: 'trp', payment: 'pay', contact: 'con' }[objectType];
+  return eventRecord({
+    id,
+    type,
+    object_type: objectType,
+    object_id: objectId ?? `${prefix}_obj${++counter}`,
+    data: type === 'trip.status_changed' ? { from: 'planning', to: 'confirmed' } : {},
+    created_at: new Date(),
+  });
+}
+
+/** An agency with two owners and a planner. */
+export async function agencyWithOwners(db: Kysely<Database>, name = 'Fairway Tours') {
+  const agency = await createAgency(db, { name, apiEnabled: true, subscriptionStatus: 'active' });
+  const tag = agency.id.slice(-6).toLowerCase();
+  const owners = [`owner1-${tag}@example.com`, `owner2-${tag}@example.com`];
+  for (const email of owners) await createUser(db, { agencyId: agency.id, email, role: 'owner' });
+  await createUser(db, { agencyId: agency.id, email: `planner-${tag}@example.com`, role: 'planner' });
+  return { agencyId: agency.id, owners };
+}
+
+export async function webhookFor(
+  db: Kysely<Database>,
+  agencyId: string,
+  url: string,
+  eventTypes: string[] = ['trip.created', 'trip.status_changed', 'payment.paid'],
+) {
+  const { webhook, secret } = await createWebhook(db, { agencyId, url, eventTypes });
+  return { id: webhook.id, secret };
+}
+
+/**
+ * Verifies a delivery's signature the way docs/webhooks.md tells receivers to, independently of
+ * the dispatcher's code: HMAC-SHA256 over `<t>.<raw body>` with the whole secret as the key.
+ */
+export function verifySignature(request: ReceivedRequest, secret: string, toleranceSeconds = 300): boolean {
+  const header = String(request.headers['service-signature'] ?? '');
+  const parts = header.split(',').map((part) => part.split('=') as [string, string]);
+  const t = parts.find(([k]) => k === 't')?.[1];
+  if (!t || Math.abs(Date.now() / 1000 - Number(t)) > toleranceSeconds) return false;
+  const expected = createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${t}.${request.body}`).digest();
+  return parts
+    .filter(([k]) => k === 'v1')
+    .some(([, v]) => {
+      const given = Buffer.from(v, 'hex');
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    });
+}
