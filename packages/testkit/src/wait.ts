@@ -1,6 +1,6 @@
-/** Polls until `check` returns a value other than undefined/false, instead of sleeping a guess. */
+/** Polls until `check` returns a value other than undefined, null or false, instead of sleeping a guess. */
 export async function waitFor<T>(
-  check: () => Promise<T | undefined | false> | T | undefined | false,
+  check: () => Promise<T | undefined | null | false> | T | undefined | null | false,
   { timeoutMs = 10_000, intervalMs = 25, what = 'condition' } = {},
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -8,7 +8,7 @@ export async function waitFor<T>(
   for (;;) {
     try {
       const value = await check();
-      if (value !== undefined && value !== false) return value as T;
+      if (value !== undefined && value !== null && value !== false) return value as T;
     } catch (error) {
       lastError = error;
     }

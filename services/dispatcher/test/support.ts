@@ -62,9 +62,11 @@ export interface TestDispatcher {
 export async function startTestDispatcher(
   env: Record<string, string> = {},
   hooks: DispatcherHooks = {},
+  /** Another dispatcher's database and queues: this one is then a second replica. */
+  replicaOf?: TestDispatcher,
 ): Promise<TestDispatcher> {
-  const database = await createTestDatabase();
-  const prefix = randomAmqpPrefix();
+  const database = replicaOf?.database ?? (await createTestDatabase());
+  const prefix = replicaOf?.prefix ?? randomAmqpPrefix();
   const settings = {
     DATABASE_URL: database.url,
     AMQP_URL: amqpUrl,
@@ -122,6 +124,7 @@ export async function startTestDispatcher(
     cleanup: async () => {
       await stop();
       await connection.close().catch(() => {});
+      if (replicaOf) return; // the first replica owns the database and queues
       await deleteAmqpObjects({ queues: queueNames(names), exchanges: [names.eventsExchange] });
       await database.drop();
     },

@@ -154,6 +154,8 @@ export interface NewAttempt {
  */
 export async function recordAttempt(db: Db, a: NewAttempt): Promise<void> {
   const succeeded = a.error === null;
+  // What owners read as "last error": the class, and the status when there was an answer.
+  const lastError = a.statusCode === null ? a.error : `${a.error} (HTTP ${a.statusCode})`;
   await sql`
     WITH attempt AS (
       INSERT INTO webhook_attempts (webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
@@ -165,7 +167,7 @@ export async function recordAttempt(db: Db, a: NewAttempt): Promise<void> {
       succeeded
         ? sql`failing_since = NULL, warned_at = NULL, last_success_at = ${a.attemptedAt}`
         : sql`failing_since = coalesce(failing_since, ${a.attemptedAt}), last_failure_at = ${a.attemptedAt},
-              last_error = ${a.error}`
+              last_error = ${lastError}`
     }
      WHERE id = ${a.webhookId} AND disabled_at IS NULL ${
        succeeded
