@@ -6,11 +6,8 @@ import { createApp } from './app.ts';
 import { AuthChangeListener, CredentialsCache } from './auth/credentials-cache.ts';
 import { KeyUsageRecorder } from './auth/key-usage.ts';
 import type { ApiConfig } from './config.ts';
-import {
-  PostgresTokenBucketStore,
-  RedisTokenBucketStore,
-  type TokenBucketStore,
-} from './rate-limit/token-bucket.ts';
+import { LeasedTokenBuckets } from './rate-limit/leases.ts';
+import { PostgresBuckets, RedisBuckets } from './rate-limit/token-bucket.ts';
 
 export interface RunningApi {
   server: Server;
@@ -26,10 +23,12 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
   await listener.start();
   const keyUsage = new KeyUsageRecorder(db, logger);
   keyUsage.start();
-  const rateLimits: TokenBucketStore =
+  const rateLimits = new LeasedTokenBuckets(
     config.rateLimit.store === 'postgres'
-      ? new PostgresTokenBucketStore(db, config.rateLimit)
-      : new RedisTokenBucketStore(config.rateLimit.redisUrl, config.rateLimit);
+      ? new PostgresBuckets(db, config.rateLimit)
+      : new RedisBuckets(config.rateLimit.redisUrl, config.rateLimit),
+    config.rateLimit,
+  );
 
   const app = createApp({
     db,

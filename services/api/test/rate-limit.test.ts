@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { assertValid } from '@trips/contracts';
 import { createApiKey } from '@trips/db';
 import { createTestDatabase, waitFor, type TestDatabase } from '@trips/testkit';
+import { PostgresBuckets, RedisBuckets, type SharedBuckets } from '../src/rate-limit/token-bucket.ts';
 import { agencyWithKey, client, insertTrip, startTestApi, type Fixture } from './support.ts';
 
 let t: TestDatabase;
@@ -89,7 +91,12 @@ test('when Redis is unreachable requests go through without RateLimit headers (f
   }
 });
 
-describe('two API processes share one limit (D3)', () => {
+// Through real HTTP, two separate processes. A burst of 10 is leased a token at a time (exact
+// counts); a burst of 200 is leased up to 20 tokens at a time, which must not let more through.
+describe.each([
+  { burst: 10, requests: 20, concurrency: 1 },
+  { burst: 200, requests: 600, concurrency: 8 },
+])('two API processes share one limit (D3), burst $burst', ({ burst, requests, concurrency }) => {
   const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
   const children: ChildProcess[] = [];
   const urls: string[] = [];
@@ -110,7 +117,7 @@ describe('two API processes share one limit (D3)', () => {
           ...process.env,
           DATABASE_URL: t.url,
           PORT: String(port),
-          RATE_LIMIT_BURST: '10',
+          RATE_LIMIT_BURST: String(burst),
           RATE_LIMIT_PER_SECOND: '1',
           LOG_LEVEL: 'warn',
         },
@@ -138,19 +145,68 @@ describe('two API processes share one limit (D3)', () => {
     );
   });
 
-  test('20 requests alternating between the replicas: 10 pass in all, not 10 each', async () => {
+  test(`${requests} requests alternating between the replicas: ${burst} pass in all, not ${burst} each`, async () => {
     const { key } = await createApiKey(t.db, { agencyId: own.agencyId, scopes: ['trips:read'] });
     const byReplica = [0, 0];
-    for (let i = 0; i < 20; i++) {
-      const res = await client(urls[i % 2]!, key)(`/api/v1/trips/${tripId}`);
-      if (res.status === 200) byReplica[i % 2]!++;
-      else expect(res.status).toBe(429);
-    }
+    const started = Date.now();
+    let sent = 0;
+    // `concurrency` requests in flight at any time, each sent to the replica after the previous.
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (sent < requests) {
+          const replica = sent++ % 2;
+          const res = await client(urls[replica]!, key)(`/api/v1/trips/${tripId}`);
+          if (res.status === 200) byReplica[replica]!++;
+          else expect(res.status).toBe(429);
+        }
+      }),
+    );
     const passed = byReplica[0]! + byReplica[1]!;
-    // 10 from the burst, plus at most one refilled token if the loop took over a second.
-    expect(passed).toBeGreaterThanOrEqual(10);
-    expect(passed).toBeLessThanOrEqual(11);
+    // The burst, plus at most one token refilled for each second the loop took.
+    expect(passed).toBeGreaterThanOrEqual(burst);
+    expect(passed).toBeLessThanOrEqual(burst + Math.ceil((Date.now() - started) / 1000));
     expect(byReplica[0]).toBeGreaterThan(0);
     expect(byReplica[1]).toBeGreaterThan(0);
+  });
+});
+
+describe.each(['redis', 'postgres'])('the shared %s buckets', (store) => {
+  // No refill to speak of, so every count below is exact.
+  const policy = { perSecond: 0.001, burst: 100 };
+  let buckets: SharedBuckets;
+  beforeAll(async () => {
+    buckets =
+      store === 'redis'
+        ? new RedisBuckets(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', policy)
+        : new PostgresBuckets(t.db, policy);
+    // Redis connects in the background and queues nothing meanwhile (by design: fail fast).
+    const ping = () =>
+      buckets.lease(`key_test_${randomUUID()}`, 0, 0).then(
+        () => true,
+        () => false,
+      );
+    await waitFor(ping, { timeoutMs: 5_000, what: `${store} reachable` });
+  });
+  afterAll(() => buckets.close());
+
+  test('concurrent leases of 1 to 5 tokens are granted exactly the bucket, no more', async () => {
+    const keyId = `key_test_${randomUUID()}`;
+    const leases = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => buckets.lease(keyId, 1 + (i % 5), 0)),
+    );
+    expect(leases.reduce((sum, lease) => sum + lease.granted, 0)).toBe(100);
+    expect(leases.some((lease) => lease.granted === 0)).toBe(true);
+    // A lease granted in part takes what was left: nothing is stranded below the ask.
+    expect(Math.max(...leases.map((lease) => lease.left))).toBeLessThan(100);
+  });
+
+  test('tokens given back are there for the next lease, and never fill it past the burst', async () => {
+    const keyId = `key_test_${randomUUID()}`;
+    expect((await buckets.lease(keyId, 100, 0)).granted).toBe(100);
+    expect((await buckets.lease(keyId, 1, 0)).granted).toBe(0);
+    expect((await buckets.lease(keyId, 0, 30)).granted).toBe(0);
+    expect((await buckets.lease(keyId, 50, 0)).granted).toBe(30);
+    await buckets.lease(keyId, 0, 1_000);
+    expect((await buckets.lease(keyId, 100, 0)).left).toBeLessThan(1);
   });
 });

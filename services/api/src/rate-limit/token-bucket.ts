@@ -18,9 +18,12 @@ export interface RateLimitDecision {
   retryAfterSeconds: number;
 }
 
-/** A store shared by every API replica, so the limit holds across them together (D3). */
+/**
+ * Takes one token of a key's bucket for a request. A decision is returned directly when the
+ * replica can make it alone (see leases.ts), as a promise when it had to ask the shared store.
+ */
 export interface TokenBucketStore {
-  take(keyId: string): Promise<RateLimitDecision>;
+  take(keyId: string): RateLimitDecision | Promise<RateLimitDecision>;
   close(): Promise<void>;
 }
 
@@ -29,63 +32,92 @@ export function decide(policy: BucketPolicy, allowed: boolean, tokensLeft: numbe
     allowed,
     limit: policy.burst,
     remaining: Math.max(0, Math.floor(tokensLeft)),
-    resetSeconds: Math.ceil((policy.burst - tokensLeft) / policy.perSecond),
+    resetSeconds: Math.max(0, Math.ceil((policy.burst - tokensLeft) / policy.perSecond)),
     retryAfterSeconds: Math.max(1, Math.ceil((1 - tokensLeft) / policy.perSecond)),
   };
 }
 
+export interface SharedLease {
+  /** Whole tokens taken out of the shared bucket for the caller to spend, 0 to `want`. */
+  granted: number;
+  /** Tokens (fractional) left in the shared bucket once `granted` were taken out. */
+  left: number;
+}
+
+/**
+ * The buckets every API replica shares, so the limit holds across them together (D3). One call
+ * refills a key's bucket, puts back `giveBack` unspent tokens of an earlier lease, and takes out
+ * up to `want` whole tokens, atomically: the tokens granted to all replicas together never exceed
+ * what the bucket held.
+ */
+export interface SharedBuckets {
+  lease(keyId: string, want: number, giveBack: number): Promise<SharedLease>;
+  close(): Promise<void>;
+}
+
 /**
  * One round trip, atomic in Redis. The clock is Redis' own (TIME), so replicas whose clocks
- * disagree still refill one bucket consistently.
+ * disagree still refill one bucket consistently. Unspent tokens given back are capped at the
+ * burst like any refill, which leaves the bucket exactly as if they had never been taken.
  */
-const TAKE_TOKEN_LUA = `
+const LEASE_LUA = `
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
+local want = tonumber(ARGV[3])
+local give_back = tonumber(ARGV[4])
 local now = redis.call('TIME')
 local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(state[1]) or burst
 local at = tonumber(state[2]) or now_ms
-tokens = math.min(burst, tokens + math.max(0, now_ms - at) * rate / 1000)
-local allowed = 0
-if tokens >= 1 then
-  tokens = tokens - 1
-  allowed = 1
-end
+tokens = math.min(burst, tokens + math.max(0, now_ms - at) * rate / 1000 + give_back)
+local granted = math.min(want, math.floor(tokens))
+tokens = tokens - granted
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now_ms)
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
-return {allowed, tostring(tokens)}
+return {granted, tostring(tokens)}
 `;
 
-type RedisWithTake = Redis & {
-  takeToken(key: string, perSecond: number, burst: number): Promise<[number, string]>;
+type RedisWithLease = Redis & {
+  leaseTokens(
+    key: string,
+    perSecond: number,
+    burst: number,
+    want: number,
+    giveBack: number,
+  ): Promise<[number, string]>;
 };
 
-export class RedisTokenBucketStore implements TokenBucketStore {
-  private readonly redis: RedisWithTake;
+export class RedisBuckets implements SharedBuckets {
+  private readonly redis: RedisWithLease;
   private readonly policy: BucketPolicy;
 
   constructor(redisUrl: string, policy: BucketPolicy) {
     this.policy = policy;
     // No offline queue and a short timeout: when Redis is away a request should learn it in
     // milliseconds (and be let through, see middleware.ts), not wait for a reconnect.
+    // Auto-pipelining sends the calls of one event-loop turn (several keys' renewals, the
+    // give-backs of a sweep) as one write.
     const redis = new Redis(redisUrl, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       commandTimeout: 250,
+      enableAutoPipelining: true,
     });
     redis.on('error', () => {}); // reported per request by the middleware; reconnects by itself
-    redis.defineCommand('takeToken', { numberOfKeys: 1, lua: TAKE_TOKEN_LUA });
-    this.redis = redis as RedisWithTake;
+    redis.defineCommand('leaseTokens', { numberOfKeys: 1, lua: LEASE_LUA });
+    this.redis = redis as RedisWithLease;
   }
 
-  async take(keyId: string): Promise<RateLimitDecision> {
-    const [allowed, tokens] = await this.redis.takeToken(
+  async lease(keyId: string, want: number, giveBack: number): Promise<SharedLease> {
+    const [granted, left] = await this.redis.leaseTokens(
       `ratelimit:${keyId}`,
       this.policy.perSecond,
       this.policy.burst,
+      want,
+      giveBack,
     );
-    return decide(this.policy, allowed === 1, Number(tokens));
+    return { granted, left: Number(left) };
   }
 
   async close(): Promise<void> {
@@ -93,8 +125,12 @@ export class RedisTokenBucketStore implements TokenBucketStore {
   }
 }
 
-/** The same bucket as one UPSERT in Postgres, for deployments without Redis. */
-export class PostgresTokenBucketStore implements TokenBucketStore {
+/**
+ * The same buckets as one UPSERT in Postgres, for deployments without Redis. An upsert can only
+ * report the row it wrote, so a lease here is all or nothing (`allowed` says which); when fewer
+ * than `want` tokens are left, the lease is asked again for as many as there were.
+ */
+export class PostgresBuckets implements SharedBuckets {
   private readonly db: Kysely<Database>;
   private readonly policy: BucketPolicy;
 
@@ -103,20 +139,30 @@ export class PostgresTokenBucketStore implements TokenBucketStore {
     this.policy = policy;
   }
 
-  async take(keyId: string): Promise<RateLimitDecision> {
+  private async upsert(keyId: string, want: number, giveBack: number) {
     const { perSecond, burst } = this.policy;
-    const refilled = sql`least(${burst}::float8, b.tokens + extract(epoch FROM clock_timestamp() - b.refreshed_at) * ${perSecond}::float8)`;
+    const refilled = sql`least(${burst}::float8, b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refreshed_at)) * ${perSecond}::float8 + ${giveBack}::float8)`;
     const { rows } = await sql<{ tokens: number; allowed: boolean }>`
       INSERT INTO rate_limit_buckets AS b (key_id, tokens, allowed, refreshed_at)
-      VALUES (${keyId}, ${burst - 1}::float8, true, clock_timestamp())
+      VALUES (${keyId}, ${burst - want}::float8, true, clock_timestamp())
       ON CONFLICT (key_id) DO UPDATE SET
-        tokens = CASE WHEN ${refilled} >= 1 THEN ${refilled} - 1 ELSE ${refilled} END,
-        allowed = ${refilled} >= 1,
+        tokens = CASE WHEN ${refilled} >= ${want}::float8 THEN ${refilled} - ${want}::float8 ELSE ${refilled} END,
+        allowed = ${refilled} >= ${want}::float8,
         refreshed_at = clock_timestamp()
       RETURNING tokens, allowed
     `.execute(this.db);
-    const row = rows[0]!;
-    return decide(this.policy, row.allowed, row.tokens);
+    return rows[0]!;
+  }
+
+  async lease(keyId: string, want: number, giveBack: number): Promise<SharedLease> {
+    // want never exceeds the burst (leases.ts), so the first insert of a key always grants it.
+    let row = await this.upsert(keyId, want, giveBack);
+    while (!row.allowed && want > 1 && Math.floor(row.tokens) >= 1) {
+      // Fewer than asked for: ask for what is there. want shrinks each time, so this ends.
+      want = Math.min(want - 1, Math.floor(row.tokens));
+      row = await this.upsert(keyId, want, 0);
+    }
+    return row.allowed ? { granted: want, left: row.tokens } : { granted: 0, left: row.tokens };
   }
 
   async close(): Promise<void> {}
