@@ -1,0 +1,102 @@
+import { createTestCa, startReceiver, waitFor, type TestCa, type TestReceiver } from '@trips/testkit';
+import { agencyWithOwners, makeEvent, startTestDispatcher, webhookFor, type TestDispatcher } from './support.ts';
+
+// Per-endpoint protection: a breaker that opens after 3 attempts mostly failing and tries again
+// after 1 s, and at most 2 attempts in flight per endpoint. A long window, so nothing gives up.
+let ca: TestCa;
+let d: TestDispatcher;
+const receivers: TestReceiver[] = [];
+
+beforeAll(async () => {
+  ca = await createTestCa();
+  d = await startTestDispatcher(
+    { WEBHOOK_CA_FILE: ca.caFile, WEBHOOK_RETRY_DELAYS: '1s', WEBHOOK_FAILURE_WINDOW: '1m', DISPATCHER_ENDPOINT_CONCURRENCY: '2' },
+    {
+      protection: {
+        breaker: { errorThresholdPercentage: 50, volumeThreshold: 3, rollingWindowMs: 10_000, cooldownMs: 1_000 },
+      },
+    },
+  );
+});
+
+afterAll(async () => {
+  await d?.cleanup();
+  await Promise.all(receivers.map((r) => r.close()));
+});
+
+async function receiver(): Promise<TestReceiver> {
+  const r = await startReceiver(ca);
+  receivers.push(r);
+  return r;
+}
+
+const succeededEventIds = async (webhookId: string) =>
+  new Set(
+    (
+      await d.db
+        .selectFrom('webhook_attempts')
+        .select('event_id')
+        .where('webhook_id', '=', webhookId)
+        .where('succeeded', '=', true)
+        .execute()
+    ).map((r) => r.event_id),
+  );
+
+test('an open breaker defers deliveries to the retry path; none is dropped, all arrive once the endpoint recovers', async () => {
+  const { agencyId } = await agencyWithOwners(d.db);
+  const r = await receiver();
+  r.answer = () => ({ status: 503 });
+  const webhook = await webhookFor(d.db, agencyId, r.url, ['payment.paid']);
+  const events = Array.from({ length: 30 }, () => makeEvent('payment.paid'));
+  for (const event of events) await d.publish(agencyId, event);
+
+  const mine = () => d.outcomes.filter((o) => o.webhookId === webhook.id);
+  await waitFor(
+    () => mine().filter((o) => o.outcome.kind === 'deferred' && o.outcome.reason === 'circuit_open').length >= 10,
+    { what: 'deliveries short-circuited by the open breaker' },
+  );
+  // The breaker spared the endpoint most of those: far fewer requests than deliveries so far.
+  expect(r.requests.length).toBeLessThan(mine().length);
+
+  r.answer = () => ({ status: 200 });
+  await waitFor(async () => (await succeededEventIds(webhook.id)).size === events.length, {
+    timeoutMs: 20_000,
+    what: 'every event delivered after recovery',
+  });
+  expect(mine().some((o) => o.outcome.kind === 'dropped' || o.outcome.kind === 'gave_up')).toBe(false);
+  // Deferring is not an attempt: only attempts that were made are in the log.
+  const logged = await d.db
+    .selectFrom('webhook_attempts')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('webhook_id', '=', webhook.id)
+    .executeTakeFirstOrThrow();
+  expect(Number(logged.n)).toBe(r.requests.length);
+});
+
+test('at most the cap of attempts is in flight to one endpoint; the excess is deferred and still delivered', async () => {
+  const { agencyId } = await agencyWithOwners(d.db);
+  const r = await receiver();
+  let inFlight = 0;
+  let maxInFlight = 0;
+  r.answer = () => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    setTimeout(() => inFlight--, 300).unref();
+    return { status: 200, delayMs: 300 };
+  };
+  const webhook = await webhookFor(d.db, agencyId, r.url, ['contact.created']);
+  const events = Array.from({ length: 12 }, () => makeEvent('contact.created'));
+  for (const event of events) await d.publish(agencyId, event);
+
+  await waitFor(async () => (await succeededEventIds(webhook.id)).size === events.length, {
+    timeoutMs: 20_000,
+    what: 'every event delivered',
+  });
+  expect(maxInFlight).toBe(2);
+  // 2 in flight and 2 waiting: the rest of the burst went round the retry path.
+  expect(
+    d.outcomes.filter(
+      (o) => o.webhookId === webhook.id && o.outcome.kind === 'deferred' && o.outcome.reason === 'endpoint_busy',
+    ).length,
+  ).toBeGreaterThan(0);
+});
