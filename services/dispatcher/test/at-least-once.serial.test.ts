@@ -1,0 +1,163 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import amqplib from 'amqplib';
+import type { EventMessage } from '@trips/contracts';
+import {
+  amqpUrl,
+  createTestCa,
+  createTestDatabase,
+  deleteAmqpObjects,
+  randomAmqpPrefix,
+  startReceiver,
+  stopBroker,
+  waitFor,
+  type TestCa,
+  type TestDatabase,
+  type TestReceiver,
+} from '@trips/testkit';
+import { queueNames, topology } from '../src/index.ts';
+import { agencyWithOwners, makeEvent, verifySignature, webhookFor } from './support.ts';
+
+// The dispatcher as its own process, killed with SIGKILL mid-delivery and cut off by a RabbitMQ
+// restart: every event still reaches the webhook at least once. Serial: it restarts the broker.
+
+const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+let ca: TestCa;
+let t: TestDatabase;
+let prefix: string;
+let receiver: TestReceiver;
+const children = new Set<ChildProcess>();
+
+beforeAll(async () => {
+  ca = await createTestCa();
+  t = await createTestDatabase();
+  prefix = randomAmqpPrefix();
+  receiver = await startReceiver(ca);
+});
+
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await receiver.close();
+  await deleteAmqpObjects({
+    queues: queueNames(topology(prefix, [500])),
+    exchanges: [`${prefix}trips.events`],
+  });
+  await t.drop();
+});
+
+function startDispatcher(): { child: ChildProcess; exited: Promise<number | null>; output: () => string } {
+  let output = '';
+  const child = spawn(process.execPath, [main], {
+    env: {
+      ...process.env,
+      DATABASE_URL: t.url,
+      AMQP_URL: amqpUrl,
+      AMQP_PREFIX: prefix,
+      DISPATCHER_HEALTH_PORT: '0',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_CA_FILE: ca.caFile,
+      WEBHOOK_RETRY_DELAYS: '500ms',
+      WEBHOOK_FAILURE_WINDOW: '5m',
+      WEBHOOK_TIMEOUT: '3s',
+      DISPATCHER_STOP_TIMEOUT: '8s',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      children.delete(child);
+      resolve(code);
+    }),
+  );
+  return { child, exited, output: () => output };
+}
+
+async function publishAll(agencyId: string, count: number) {
+  const events = Array.from({ length: count }, () => makeEvent('trip.created'));
+  const connection = await amqplib.connect(amqpUrl);
+  try {
+    const channel = await connection.createConfirmChannel();
+    await channel.assertExchange(`${prefix}trips.events`, 'topic', { durable: true });
+    for (const event of events) {
+      const message: EventMessage = { agency_id: agencyId, event };
+      channel.publish(`${prefix}trips.events`, event.type, Buffer.from(JSON.stringify(message)), {
+        persistent: true,
+        messageId: event.id,
+      });
+    }
+    await channel.waitForConfirms();
+  } finally {
+    await connection.close();
+  }
+  return events;
+}
+
+const receivedIds = () => new Set(receiver.requests.map((r) => String(r.headers['service-event-id'])));
+
+test('kill -9 mid-delivery and a broker restart: every event delivered at least once, signed', async () => {
+  const { agencyId } = await agencyWithOwners(t.db);
+  const { secret } = await webhookFor(t.db, agencyId, receiver.url);
+  // Slow answers keep deliveries in flight, so the kill lands mid-delivery.
+  receiver.answer = () => ({ status: 200, delayMs: 100 });
+
+  const first = startDispatcher();
+  await waitFor(() => first.output().includes('dispatcher started'), { what: 'the first dispatcher' });
+  const events = await publishAll(agencyId, 150);
+
+  await waitFor(() => receivedIds().size >= 30, { timeoutMs: 20_000, what: 'the first deliveries' });
+  first.child.kill('SIGKILL');
+  expect(await first.exited).toBeNull(); // killed, no clean exit
+  expect(receivedIds().size).toBeLessThan(events.length);
+
+  const second = startDispatcher();
+  await waitFor(() => second.output().includes('dispatcher started'), { what: 'the second dispatcher' });
+  await waitFor(() => receivedIds().size >= 80, { timeoutMs: 30_000, what: 'more deliveries' });
+
+  const startBroker = await stopBroker();
+  try {
+    await waitFor(() => second.output().includes('disconnected from RabbitMQ'), { what: 'the disconnect' });
+  } finally {
+    await startBroker();
+  }
+
+  await waitFor(() => events.every((e) => receivedIds().has(e.id)), {
+    timeoutMs: 60_000,
+    intervalMs: 100,
+    what: 'every event at the webhook',
+  });
+  for (const request of receiver.requests) expect(verifySignature(request, secret)).toBe(true);
+
+  // SIGTERM: a clean stop within the deadline.
+  second.child.kill('SIGTERM');
+  expect(await second.exited).toBe(0);
+}, 180_000);
+
+test('SIGTERM lets the deliveries in flight finish and records them', async () => {
+  const { agencyId } = await agencyWithOwners(t.db, 'Graceful Tours');
+  const slow = await startReceiver(ca);
+  try {
+    slow.answer = () => ({ status: 200, delayMs: 1_500 });
+    const { id: webhookId } = await webhookFor(t.db, agencyId, slow.url, ['trip.created']);
+    const dispatcher = startDispatcher();
+    await waitFor(() => dispatcher.output().includes('dispatcher started'), { what: 'the dispatcher' });
+    await publishAll(agencyId, 3);
+    await waitFor(() => slow.requests.length === 3, { what: 'three deliveries in flight' });
+
+    dispatcher.child.kill('SIGTERM');
+    expect(await dispatcher.exited).toBe(0);
+    // Their answers came after the signal, and each was recorded as a success before the exit.
+    const attempts = await t.db
+      .selectFrom('webhook_attempts')
+      .selectAll()
+      .where('webhook_id', '=', webhookId)
+      .execute();
+    expect(attempts).toHaveLength(3);
+    expect(attempts.every((a) => a.succeeded && a.duration_ms >= 1_400)).toBe(true);
+  } finally {
+    await slow.close();
+  }
+}, 60_000);
