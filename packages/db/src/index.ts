@@ -12,3 +12,4 @@ export * from './repositories/outbox.ts';
 export * from './repositories/events.ts';
 export * from './repositories/groups.ts';
 export * from './repositories/webhooks.ts';
+export * from './repositories/read-queries.ts';

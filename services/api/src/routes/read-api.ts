@@ -1,9 +1,9 @@
 import { Router } from 'express';
 import type { Kysely } from 'kysely';
 import {
-  findContact,
-  findPayment,
-  findTrip,
+  findContactPrecompiled,
+  findPaymentPrecompiled,
+  findTripPrecompiled,
   listContacts,
   listPayments,
   listTrips,
@@ -12,7 +12,10 @@ import {
 import { presentContact, presentPayment, presentTrip, presentTripWithItinerary } from '../presenters.ts';
 import { resourceRouter } from './resources.ts';
 
-/** Trips, payments and contacts: the read API of interface.md 4.1 and 4.3 with D4/D5. */
+/**
+ * Trips, payments and contacts: the read API of interface.md 4.1 and 4.3 with D4/D5. Lookups by
+ * id run their SQL compiled once (the hot path); lists build theirs per request.
+ */
 export function readApiRouter(db: Kysely<Database>): Router {
   const router = Router();
   router.use(
@@ -20,7 +23,7 @@ export function readApiRouter(db: Kysely<Database>): Router {
       path: '/trips',
       noun: 'trip',
       scope: 'trips:read',
-      find: findTrip,
+      find: findTripPrecompiled,
       list: listTrips,
       present: presentTripWithItinerary,
       presentInList: (row) => presentTrip(row),
@@ -31,7 +34,7 @@ export function readApiRouter(db: Kysely<Database>): Router {
       path: '/payments',
       noun: 'payment',
       scope: 'payments:read',
-      find: findPayment,
+      find: findPaymentPrecompiled,
       list: listPayments,
       present: presentPayment,
       presentInList: presentPayment,
@@ -42,7 +45,7 @@ export function readApiRouter(db: Kysely<Database>): Router {
       path: '/contacts',
       noun: 'contact',
       scope: 'contacts:read',
-      find: findContact,
+      find: findContactPrecompiled,
       list: listContacts,
       present: presentContact,
       presentInList: presentContact,
