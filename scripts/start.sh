@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts the whole system on this machine with demo data: installs Node 24 and dependencies,
-# migrates, seeds a demo agency, then runs the API and the recorder until Ctrl-C stops them all.
+# migrates, seeds a demo agency with a webhook, then runs the API, the recorder, the dispatcher and a
+# local HTTPS receiver that prints each verified delivery, until Ctrl-C stops them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/prepare.sh
@@ -9,10 +10,15 @@ export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/trips}"
 export AMQP_URL="${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
 export PORT="${PORT:-3000}"
+receiver_port="${DEMO_RECEIVER_PORT:-4000}"
 
 node scripts/ensure-database.ts
 pnpm --silent tripctl migrate
-pnpm --silent tripctl demo seed --base-url "http://localhost:${PORT}"
+seed=$(pnpm --silent tripctl demo seed --base-url "http://localhost:${PORT}" --json)
+field() { node -e 'process.stdout.write(String(JSON.parse(process.argv[1])[process.argv[2]]))' "$1" "$2"; }
+agency=$(field "$seed" agency_id)
+webhook=$(pnpm --silent tripctl webhook create --agency "$agency" --events all --json \
+  --url "https://localhost:${receiver_port}/webhooks" --description "demo receiver")
 
 pids=()
 stop() {
@@ -24,12 +30,33 @@ stop() {
 }
 trap stop INT TERM
 
-# Each service is its own process, as in production. The recorder turns every change into an
-# event (GET /api/v1/events) and publishes it to RabbitMQ; its health is on :3001.
-pnpm --silent --filter ./services/api start &
+# The demo receiver makes a throwaway CA; the dispatcher trusts it and may reach loopback (demo only).
+mkdir -p .demo && rm -f .demo/ca.pem
+DEMO_WEBHOOK_SECRET=$(field "$webhook" secret) DEMO_RECEIVER_PORT="$receiver_port" DEMO_CA_FILE=.demo/ca.pem \
+  node scripts/demo-receiver.ts &
 pids+=($!)
-pnpm --silent --filter ./services/recorder start &
-pids+=($!)
-echo "API on http://localhost:${PORT} (reference at http://localhost:${PORT}/docs). Ctrl-C stops everything." >&2
+for _ in $(seq 1 100); do [ -s .demo/ca.pem ] && break; sleep 0.1; done
+
+# Each service is its own process, as in production. The recorder turns every change into an event
+# (GET /api/v1/events) and publishes it to RabbitMQ (health on :3001); the dispatcher delivers it
+# to the webhooks (health on :3002).
+# Started with node itself (not through pnpm, which does not pass SIGTERM on), so Ctrl-C reaches each.
+run_service() { (cd "services/$1" && exec node src/main.ts) & pids+=($!); }
+run_service api
+run_service recorder
+WEBHOOK_CA_FILE="$PWD/.demo/ca.pem" WEBHOOK_ALLOW_PRIVATE_NETWORKS=true run_service dispatcher
+
+key=$(field "$seed" key)
+cat >&2 <<INFO
+
+Demo agency $agency, webhook $(field "$webhook" id) → https://localhost:${receiver_port}/webhooks
+Demo API key (shown once): $key
+  $(field "$seed" curl)
+  curl -H "Authorization: Bearer $key" "http://localhost:${PORT}/api/v1/events"
+Change a trip and watch the event arrive at the receiver, e.g.:
+  psql "$DATABASE_URL" -c "UPDATE trips SET status = 'confirmed' WHERE agency_id = '$agency' AND status = 'planning'"
+API reference: http://localhost:${PORT}/docs. Ctrl-C stops everything.
+
+INFO
 wait -n "${pids[@]}" || true
 stop

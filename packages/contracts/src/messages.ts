@@ -1,3 +1,4 @@
+import { EVENT_TYPES, isEventType } from './events.ts';
 import { objectUrl, type ObjectType } from './objects.ts';
 import type { JsonSchema } from './schemas.ts';
 import type { Event } from './types.ts';
@@ -80,6 +81,13 @@ export function eventRecord(e: EventSource): Event {
     type: e.type,
     created_at: new Date(e.created_at).toISOString(),
     related_object: { type: e.object_type, id: e.object_id, url: objectUrl(e.object_type, e.object_id) },
-    data: e.data,
+    data: presentData(e.type, e.data),
   } as Event;
+}
+
+/** `data.from` before `data.to`, as D6 shows it (jsonb keeps keys in its own order). */
+function presentData(type: string, data: Record<string, unknown>): Record<string, unknown> {
+  if (isEventType(type) && EVENT_TYPES[type].data === 'status_change')
+    return { from: data.from, to: data.to };
+  return data;
 }
