@@ -1,0 +1,86 @@
+import { ConfigError } from '@trips/runtime';
+import { nextRetry, readConfig, signatureHeader } from '../src/index.ts';
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+describe('the retry schedule (spec 6.3)', () => {
+  test('with the defaults: 1m, 5m, 30m, 2h, 6h, then every 24h, ending inside three days', () => {
+    const { policy } = readConfig({});
+    const starts = [0];
+    let firstFailedAt: number | null = null;
+    for (let failures = 1; failures < 20; failures++) {
+      const failedAt = starts.at(-1)!;
+      const retry = nextRetry(policy, failures, firstFailedAt, failedAt);
+      if (!retry) break;
+      firstFailedAt = retry.firstFailedAt;
+      starts.push(failedAt + retry.delayMs);
+    }
+    expect(starts).toEqual([
+      0,
+      MINUTE,
+      6 * MINUTE,
+      36 * MINUTE,
+      2 * HOUR + 36 * MINUTE,
+      8 * HOUR + 36 * MINUTE,
+      32 * HOUR + 36 * MINUTE,
+      56 * HOUR + 36 * MINUTE,
+    ]);
+  });
+
+  test('the window is measured from the first failure the retry carries, not from the latest one', () => {
+    const policy = { retryDelaysMs: [1_000], failureWindowMs: 10_000 };
+    expect(nextRetry(policy, 5, 0, 9_000)).toEqual({ delayMs: 1_000, firstFailedAt: 0 });
+    expect(nextRetry(policy, 6, 0, 9_500)).toBeNull();
+    expect(nextRetry(policy, 1, null, 50_000)).toEqual({ delayMs: 1_000, firstFailedAt: 50_000 });
+  });
+});
+
+describe('configuration', () => {
+  test('every bad setting is named at once, before anything connects', () => {
+    let error: unknown;
+    try {
+      readConfig({
+        WEBHOOK_RETRY_DELAYS: '1m,soon',
+        WEBHOOK_TIMEOUT: '30s',
+        DISPATCHER_STOP_TIMEOUT: '20s',
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'yes',
+        WEBHOOK_CA_FILE: '/nonexistent/ca.pem',
+        SMTP_URL: 'http://mail',
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    for (const name of [
+      'WEBHOOK_RETRY_DELAYS',
+      'DISPATCHER_STOP_TIMEOUT',
+      'WEBHOOK_ALLOW_PRIVATE_NETWORKS',
+      'WEBHOOK_CA_FILE',
+      'SMTP_URL',
+    ]) {
+      expect(message).toContain(name);
+    }
+  });
+
+  test('the defaults are those of D9', () => {
+    const config = readConfig({});
+    expect(config.retryDelaysMs).toEqual([MINUTE, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 6 * HOUR, 24 * HOUR]);
+    expect(config.failureWindowMs).toBe(72 * HOUR);
+    expect(config.timeoutMs).toBe(10_000);
+    expect(config.allowPrivateNetworks).toBe(false);
+    expect(config.smtpUrl).toBeUndefined();
+    expect(config.policy.warnAfterMs).toBe(24 * HOUR);
+  });
+});
+
+test('the signature header: t, then one v1 per secret, each an HMAC of `<t>.<body>`', () => {
+  // A fixed vector, computed independently: printf '1700000000.{"a":1}' | openssl dgst -sha256 -hmac whsec_test
+  expect(signatureHeader('{"a":1}', ['whsec_test'], 1_700_000_000)).toBe(
+    't=1700000000,v1=38877139021993b830af32feea6e18a8da83eb2f6e49ee50bd9e4cf4ca4d3789',
+  );
+  expect(signatureHeader('{"a":1}', ['whsec_test', 'whsec_test'], 1_700_000_000).split(',v1=')).toHaveLength(
+    3,
+  );
+});
