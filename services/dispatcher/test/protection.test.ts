@@ -1,5 +1,11 @@
 import { createTestCa, startReceiver, waitFor, type TestCa, type TestReceiver } from '@trips/testkit';
-import { agencyWithOwners, makeEvent, startTestDispatcher, webhookFor, type TestDispatcher } from './support.ts';
+import {
+  agencyWithOwners,
+  makeEvent,
+  startTestDispatcher,
+  webhookFor,
+  type TestDispatcher,
+} from './support.ts';
 
 // Per-endpoint protection: a breaker that opens after 3 attempts mostly failing and tries again
 // after 1 s, and at most 2 attempts in flight per endpoint. A long window, so nothing gives up.
@@ -10,10 +16,20 @@ const receivers: TestReceiver[] = [];
 beforeAll(async () => {
   ca = await createTestCa();
   d = await startTestDispatcher(
-    { WEBHOOK_CA_FILE: ca.caFile, WEBHOOK_RETRY_DELAYS: '1s', WEBHOOK_FAILURE_WINDOW: '1m', DISPATCHER_ENDPOINT_CONCURRENCY: '2' },
+    {
+      WEBHOOK_CA_FILE: ca.caFile,
+      WEBHOOK_RETRY_DELAYS: '1s',
+      WEBHOOK_FAILURE_WINDOW: '1m',
+      DISPATCHER_ENDPOINT_CONCURRENCY: '2',
+    },
     {
       protection: {
-        breaker: { errorThresholdPercentage: 50, volumeThreshold: 3, rollingWindowMs: 10_000, cooldownMs: 1_000 },
+        breaker: {
+          errorThresholdPercentage: 50,
+          volumeThreshold: 3,
+          rollingWindowMs: 10_000,
+          cooldownMs: 1_000,
+        },
       },
     },
   );
@@ -52,7 +68,8 @@ test('an open breaker defers deliveries to the retry path; none is dropped, all 
 
   const mine = () => d.outcomes.filter((o) => o.webhookId === webhook.id);
   await waitFor(
-    () => mine().filter((o) => o.outcome.kind === 'deferred' && o.outcome.reason === 'circuit_open').length >= 10,
+    () =>
+      mine().filter((o) => o.outcome.kind === 'deferred' && o.outcome.reason === 'circuit_open').length >= 10,
     { what: 'deliveries short-circuited by the open breaker' },
   );
   // The breaker spared the endpoint most of those: far fewer requests than deliveries so far.
@@ -96,7 +113,8 @@ test('at most the cap of attempts is in flight to one endpoint; the excess is de
   // 2 in flight and 2 waiting: the rest of the burst went round the retry path.
   expect(
     d.outcomes.filter(
-      (o) => o.webhookId === webhook.id && o.outcome.kind === 'deferred' && o.outcome.reason === 'endpoint_busy',
+      (o) =>
+        o.webhookId === webhook.id && o.outcome.kind === 'deferred' && o.outcome.reason === 'endpoint_busy',
     ).length,
   ).toBeGreaterThan(0);
 });
