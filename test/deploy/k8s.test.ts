@@ -21,7 +21,15 @@ type Obj = {
   metadata: { name: string; namespace?: string; labels?: any };
 } & any;
 
+const rendered = new Map<string, Obj[]>();
+
+/** The overlay as kubectl renders it; a fresh copy each time, rendered once per file. */
 function render(overlay: string): Obj[] {
+  if (!rendered.has(overlay)) rendered.set(overlay, renderWithKubectl(overlay));
+  return structuredClone(rendered.get(overlay)!);
+}
+
+function renderWithKubectl(overlay: string): Obj[] {
   let out: string;
   try {
     out = execFileSync('kubectl', ['kustomize', overlay], { cwd: root, encoding: 'utf8', stdio: 'pipe' });
