@@ -222,16 +222,6 @@ const startsUntilConfig: Record<string, { env: Record<string, string>; expect: R
   migrate: { env: { DATABASE_URL: 'not-a-url' }, expect: /DATABASE_URL/ },
 };
 
-/**
- * Known bugs outside this test's files, each with the failure it causes today. When one is fixed
- * its test fails: delete the entry. services/api imports kysely at run time (src/routes/system.ts,
- * src/rate-limit/token-bucket.ts) but lists it under devDependencies, so a production install
- * lacks it: move it to dependencies in services/api/package.json.
- */
-const knownBroken: Record<string, RegExp> = {
-  api: /Cannot find package 'kysely' imported from .*services\/api\/src\//,
-};
-
 describe('replaying each image build: the production install runs the package', () => {
   const files = contextFiles();
   const dirs: string[] = [];
@@ -248,10 +238,6 @@ describe('replaying each image build: the production install runs the package', 
       const { status, output } = image.run(cmd, startsUntilConfig[name]!.env);
       expect(status).not.toBe(0);
       expect(output).not.toMatch(/ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING/);
-      if (knownBroken[name]) {
-        expect(output).toMatch(knownBroken[name]);
-        return;
-      }
       expect(output).not.toMatch(/ERR_MODULE_NOT_FOUND|Cannot find (package|module)/);
       expect(output).toMatch(startsUntilConfig[name]!.expect);
     },
