@@ -1,17 +1,28 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
 
 export interface HealthChecks {
   /** Alive: the process answers and its loops are not stuck. */
   live: () => Promise<boolean> | boolean;
   /** Ready: Postgres answers. */
   ready: () => Promise<boolean>;
+  /** Served at GET /metrics in the Prometheus text format. */
+  metrics?: Registry;
 }
 
-/** /healthz and /readyz for Kubernetes probes; nothing else is served. */
+/** /healthz and /readyz for Kubernetes probes and /metrics for Prometheus; nothing else is served. */
 export async function startHealthServer(port: number, checks: HealthChecks): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
+    if (path === '/metrics' && req.method === 'GET' && checks.metrics) {
+      const registry = checks.metrics;
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+        () => res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n'),
+      );
+      return;
+    }
     const check = path === '/healthz' ? checks.live : path === '/readyz' ? checks.ready : undefined;
     if (!check || req.method !== 'GET') {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"status":"not_found"}');

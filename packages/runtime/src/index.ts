@@ -4,3 +4,4 @@ export { createLogger, type Logger } from './logger.ts';
 export { stopOnSignals } from './signals.ts';
 export { startHealthServer, portOf, type HealthChecks } from './health.ts';
 export { Loop } from './loop.ts';
+export { createMetricsRegistry, Counter, Gauge, Histogram, Registry } from './metrics.ts';

@@ -3,8 +3,9 @@ import { sql, type Kysely } from 'kysely';
 import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-connection-manager';
 import type { ConfirmChannel } from 'amqplib';
 import { createDb, type Database } from '@trips/db';
-import { Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
+import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { eventsExchange, type RecorderConfig } from './config.ts';
+import { recorderMetrics } from './metrics.ts';
 import { Publisher } from './publisher.ts';
 import { Recorder } from './recorder.ts';
 
@@ -42,12 +43,25 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
     logger.child({ component: 'publisher' }),
   );
   await recorder.maintain();
+  const registry = createMetricsRegistry('recorder');
+  const metrics = recorderMetrics(registry, db);
 
-  const publishLoop = new Loop('publish', () => publisher.runBatch(), config.pollMs, logger);
+  const publishLoop = new Loop(
+    'publish',
+    async () => {
+      const published = await publisher.runBatch();
+      metrics.published.inc(published);
+      return published;
+    },
+    config.pollMs,
+    logger,
+  );
   const recordLoop = new Loop(
     'record',
     async () => {
       const { changes, events } = await recorder.runBatch();
+      metrics.captured.inc(changes);
+      for (const e of events) metrics.recorded.inc({ type: e.type });
       // Publish right after the commit instead of at the publisher's next poll.
       if (events.length) publishLoop.kick();
       return changes + events.length;
@@ -63,6 +77,7 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
   );
 
   const health: Server = await startHealthServer(config.healthPort, {
+    metrics: registry,
     live: () => true,
     ready: async () => {
       await sql`SELECT 1`.execute(db);

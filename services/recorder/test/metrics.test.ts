@@ -1,0 +1,58 @@
+import {
+  amqpUrl,
+  createTestDatabase,
+  deleteAmqpObjects,
+  randomAmqpPrefix,
+  waitFor,
+  type TestDatabase,
+} from '@trips/testkit';
+import { readConfig } from '../src/config.ts';
+import { startRecorderService, type RecorderService } from '../src/service.ts';
+import { hostWrite, silent } from './helpers.ts';
+
+let t: TestDatabase;
+let prefix: string;
+let service: RecorderService;
+beforeAll(async () => {
+  t = await createTestDatabase();
+  prefix = randomAmqpPrefix();
+  service = await startRecorderService(
+    readConfig({ DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_PREFIX: prefix, RECORDER_HEALTH_PORT: '0' }),
+    silent,
+  );
+});
+afterAll(async () => {
+  await service.stop();
+  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`] });
+  await t.drop();
+});
+
+const scrape = async () => (await fetch(`http://127.0.0.1:${service.healthPort}/metrics`)).text();
+const value = (text: string, series: string) => {
+  const line = text.split('\n').find((l) => l.startsWith(series + ' ') || l.startsWith(series + '{'));
+  return line === undefined ? undefined : Number(line.split(' ').at(-1));
+};
+
+test('/metrics counts captured, recorded and published events and shows the lag', async () => {
+  await hostWrite(t.db, `INSERT INTO agencies (id, name) VALUES ('agy_M', 'Metrics')`);
+  await hostWrite(
+    t.db,
+    `INSERT INTO trips (id, agency_id, title, num_days) VALUES ('trp_m1', 'agy_M', 'T', 3)`,
+  );
+  await hostWrite(t.db, `UPDATE trips SET status = 'planning' WHERE id = 'trp_m1'`);
+
+  const text = await waitFor(
+    async () => {
+      const body = await scrape();
+      return (value(body, 'trips_events_published_total{service="recorder"}') ?? 0) >= 2 && body;
+    },
+    { what: 'two published events in /metrics' },
+  );
+  expect(value(text, 'trips_changes_captured_total{service="recorder"}')).toBe(2);
+  expect(text).toContain('trips_events_recorded_total{type="trip.created",service="recorder"} 1');
+  expect(text).toContain('trips_events_recorded_total{type="trip.status_changed",service="recorder"} 1');
+  expect(value(text, 'trips_recorder_lag_seconds{service="recorder"}')).toBe(0);
+  expect(value(text, 'trips_events_unpublished{service="recorder"}')).toBe(0);
+  // Node's own metrics are there too.
+  expect(text).toContain('process_resident_memory_bytes{service="recorder"}');
+});
