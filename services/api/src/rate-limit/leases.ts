@@ -11,10 +11,14 @@ import {
 interface Lease {
   /** Tokens taken out of the shared bucket and not spent yet: this replica's to spend. */
   tokens: number;
-  /** Tokens spent since the lease was last renewed: sizes the next one. */
+  /** Tokens held right after the last renewal. */
+  size: number;
+  /** Tokens spent since the last renewal: sizes the next one. */
   spent: number;
   /** After this (ms), unspent tokens go back to the shared bucket instead of being spent. */
   expiresAt: number;
+  /** From this (ms) on, the next request renews the lease ahead of need. */
+  renewAt: number;
   /** Tokens the shared bucket had left at the last renewal. */
   shared: number;
   /** The renewal in flight, shared by every request that waits for it. */
@@ -35,14 +39,20 @@ export interface LeaseOptions {
  * limit still holds across replicas together, since a request is only ever allowed with a token
  * that was taken out of the shared bucket, and the shared bucket grants no more than it holds.
  *
- * Sizing: a key's first lease is one token; each renewal asks for twice what the previous lease
- * spent, up to `maxLease`, so a busy key soon goes to the shared store once per `maxLease`
- * requests, while a quiet key never holds more than a token or two that others could have used.
- * Unspent tokens go back to the shared bucket once the lease expires (at the next renewal, or by
- * the sweep for a key gone quiet), so a replica keeps them from the others for at most `leaseMs`.
+ * Sizing: a key's first lease is one token; each renewal asks for twice what was spent since
+ * the previous one, up to `maxLease`, so a busy key goes to the shared store about once per
+ * `maxLease` requests, while a quiet key never holds more than a token or two that others could
+ * have used. Unspent tokens go back to the shared bucket once the lease expires (at the next
+ * renewal, or by the sweep for a key gone quiet), so a replica keeps them from the others for at
+ * most `leaseMs`.
  *
- * With `maxLease` 1 (a burst under 20) every request goes to the shared store, so small limits
- * stay exact.
+ * Renewing ahead: once a lease is down to a quarter of its tokens, or three quarters of its time
+ * are gone, the request that notices renews it in the background while the lease is still being
+ * spent. So a key in steady use never waits for the shared store; only its first request, one
+ * after a pause, or one finding the lease used up faster than a round trip do.
+ *
+ * With `maxLease` 1 (a burst under 20) every request goes to the shared store, and never ahead,
+ * so small limits stay exact.
  */
 export class LeasedTokenBuckets implements TokenBucketStore {
   private readonly leases = new Map<string, Lease>();
@@ -65,10 +75,18 @@ export class LeasedTokenBuckets implements TokenBucketStore {
   }
 
   take(keyId: string): RateLimitDecision | Promise<RateLimitDecision> {
+    const now = this.now();
     let lease = this.leases.get(keyId);
-    if (lease && lease.tokens > 0 && this.now() < lease.expiresAt) return this.spend(lease);
+    if (lease && lease.tokens > 0 && now < lease.expiresAt) {
+      const decision = this.spend(lease);
+      if (this.maxLease > 1 && !lease.renewal && (lease.tokens * 4 <= lease.size || now >= lease.renewAt)) {
+        // A failure here shows (and is logged) on the next renewal a request has to wait for.
+        this.renew(keyId, lease).catch(() => {});
+      }
+      return decision;
+    }
     if (!lease) {
-      lease = { tokens: 0, spent: 0, expiresAt: 0, shared: 0, renewal: undefined };
+      lease = { tokens: 0, size: 0, spent: 0, expiresAt: 0, renewAt: 0, shared: 0, renewal: undefined };
       this.leases.set(keyId, lease);
     }
     const renewed = lease;
@@ -88,17 +106,24 @@ export class LeasedTokenBuckets implements TokenBucketStore {
 
   private renew(keyId: string, lease: Lease): Promise<SharedLease> {
     if (lease.renewal) return lease.renewal;
-    // Here the lease is used up or expired: what is left of it goes back in the same call.
-    const giveBack = lease.tokens;
+    // An expired lease gives back what is left of it in the same call; a live one (renewed
+    // ahead of need) keeps it and adds the new tokens.
+    let giveBack = 0;
+    if (this.now() >= lease.expiresAt) {
+      giveBack = lease.tokens;
+      lease.tokens = 0;
+    }
     const want = Math.min(this.maxLease, Math.max(1, 2 * lease.spent));
-    lease.tokens = 0;
     lease.renewal = this.shared.lease(keyId, want, giveBack).then(
       (result) => {
+        const now = this.now();
         lease.renewal = undefined;
-        lease.tokens = result.granted;
+        lease.tokens += result.granted;
+        lease.size = lease.tokens;
         lease.spent = 0;
         lease.shared = result.left;
-        lease.expiresAt = this.now() + this.leaseMs;
+        lease.expiresAt = now + this.leaseMs;
+        lease.renewAt = now + (this.leaseMs * 3) / 4;
         return result;
       },
       (error: unknown) => {
