@@ -1,7 +1,6 @@
 import type { ConsumeMessage } from 'amqplib';
-import type { Kysely } from 'kysely';
 import { isValid, type DeliveryMessage } from '@trips/contracts';
-import { findDeliveryTarget, recordAttempt, type Database, type DeliveryTarget } from '@trips/db';
+import type { DeliveryTarget } from '@trips/db';
 import type { Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
 import type { Disposition, Publisher } from './consumer.ts';
@@ -9,10 +8,11 @@ import type { AttemptResult, Sender } from './delivery.ts';
 import type { DeferReason, Endpoints } from './endpoints.ts';
 import { parse } from './fan-out.ts';
 import { nextRetry } from './schedule.ts';
+import type { DeliveryStore } from './store.ts';
 import type { Topology } from './topology.ts';
 
 export interface DelivererDeps {
-  db: Kysely<Database>;
+  store: DeliveryStore;
   sender: Sender;
   endpoints: Endpoints;
   policy: DeliveryPolicy;
@@ -35,7 +35,7 @@ export type Outcome =
  * changed URL or secret applies to the next attempt and a switch-off drops what is still queued.
  */
 export function delivererHandler(deps: DelivererDeps) {
-  const { db, sender, endpoints, policy, topology, logger } = deps;
+  const { store, sender, endpoints, policy, topology, logger } = deps;
 
   /** Queues the delivery again behind a delay queue, confirmed before the current copy is acked. */
   const requeue = (publisher: Publisher, delivery: DeliveryMessage, delayMs: number) =>
@@ -55,7 +55,7 @@ export function delivererHandler(deps: DelivererDeps) {
   };
 
   const record = (delivery: DeliveryMessage, result: AttemptResult) =>
-    recordAttempt(db, {
+    store.record({
       webhookId: delivery.webhook_id,
       eventId: delivery.event.id,
       eventType: delivery.event.type,
@@ -104,7 +104,7 @@ export function delivererHandler(deps: DelivererDeps) {
       logger.error({ messageId: message.properties.messageId }, 'malformed delivery message parked');
       return 'park';
     }
-    const target = await findDeliveryTarget(db, delivery.webhook_id);
+    const target = await store.target(delivery.webhook_id);
     let outcome = prepare(delivery, target);
     if (!outcome) {
       const guarded = await endpoints.run(delivery.webhook_id, () =>

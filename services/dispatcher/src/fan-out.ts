@@ -1,9 +1,8 @@
 import type { ConsumeMessage } from 'amqplib';
-import type { Kysely } from 'kysely';
 import { isValid, type DeliveryMessage } from '@trips/contracts';
-import { subscribedWebhooks, type Database } from '@trips/db';
 import type { Logger } from '@trips/runtime';
 import type { Disposition, Publisher } from './consumer.ts';
+import type { DeliveryStore } from './store.ts';
 import type { Topology } from './topology.ts';
 
 /**
@@ -12,8 +11,8 @@ import type { Topology } from './topology.ts';
  * hanging never delays another's. The event is acked only after RabbitMQ confirmed every delivery:
  * a crash in between fans it out again, and the receivers dedupe by event id (spec 6.5).
  */
-export function fanOutHandler(deps: { db: Kysely<Database>; topology: Topology; logger: Logger }) {
-  const { db, topology, logger } = deps;
+export function fanOutHandler(deps: { store: DeliveryStore; topology: Topology; logger: Logger }) {
+  const { store, topology, logger } = deps;
   return async (message: ConsumeMessage, publisher: Publisher): Promise<Disposition> => {
     const body = parse(message.content);
     if (!isValid('EventMessage', body)) {
@@ -21,7 +20,7 @@ export function fanOutHandler(deps: { db: Kysely<Database>; topology: Topology; 
       return 'park';
     }
     const { agency_id: agencyId, event } = body;
-    const webhooks = await subscribedWebhooks(db, agencyId, event.type);
+    const webhooks = await store.subscribed(agencyId, event.type);
     await Promise.all(
       webhooks.map((webhook) => {
         const delivery: DeliveryMessage = {

@@ -11,6 +11,7 @@ import { Sender } from './delivery.ts';
 import { Endpoints, type EndpointProtection } from './endpoints.ts';
 import { fanOutHandler } from './fan-out.ts';
 import { Mailer } from './mailer.ts';
+import { DeliveryStore } from './store.ts';
 import { enforceSwitchOff } from './switch-off.ts';
 import { declareTopology, topology } from './topology.ts';
 
@@ -65,6 +66,8 @@ export async function startDispatcherService(
     concurrency: config.endpointConcurrency,
     ...hooks.protection,
   });
+  // Deliveries in flight share their database round trips (store.ts, batching.ts).
+  const store = new DeliveryStore(db);
   const mailer = new Mailer(
     db,
     { smtpUrl: config.smtpUrl, from: config.mailFrom },
@@ -78,7 +81,7 @@ export async function startDispatcherService(
       queue: names.eventsQueue,
       prefetch: config.prefetch,
       setup: (ch) => declareTopology(ch, names),
-      handle: fanOutHandler({ db, topology: names, logger: logger.child({ component: 'fan-out' }) }),
+      handle: fanOutHandler({ store, topology: names, logger: logger.child({ component: 'fan-out' }) }),
     },
     logger,
   );
@@ -90,7 +93,7 @@ export async function startDispatcherService(
       prefetch: config.prefetch,
       setup: (ch) => declareTopology(ch, names),
       handle: delivererHandler({
-        db,
+        store,
         sender,
         endpoints,
         policy: config.policy,

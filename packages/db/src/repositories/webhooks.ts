@@ -110,6 +110,24 @@ export async function subscribedWebhooks(
     .execute();
 }
 
+/**
+ * The active webhooks of several agencies with what they subscribe to, ordered by id: one query for
+ * many fan-outs at once (the dispatcher batches them). Filtering one agency's rows by
+ * `event_types` gives exactly what subscribedWebhooks answers.
+ */
+export async function activeWebhooksOf(
+  db: Db,
+  agencyIds: readonly string[],
+): Promise<{ id: string; agency_id: string; epoch: number; event_types: string[] }[]> {
+  return db
+    .selectFrom('webhooks')
+    .select(['id', 'agency_id', 'epoch', 'event_types'])
+    .where('agency_id', '=', sql<string>`ANY(${[...agencyIds]}::text[])`)
+    .where('disabled_at', 'is', null)
+    .orderBy('id')
+    .execute();
+}
+
 export interface DeliveryTarget {
   id: string;
   agency_id: string;
@@ -123,14 +141,19 @@ export interface DeliveryTarget {
 
 /** A webhook as an attempt needs it, read fresh for every attempt so a changed URL or secret applies. */
 export async function findDeliveryTarget(db: Db, webhookId: string): Promise<DeliveryTarget | undefined> {
+  return (await findDeliveryTargets(db, [webhookId]))[0];
+}
+
+/** findDeliveryTarget for several webhooks in one query (in no particular order; missing ones left out). */
+export async function findDeliveryTargets(db: Db, webhookIds: readonly string[]): Promise<DeliveryTarget[]> {
   const result = await sql<DeliveryTarget>`
     SELECT w.id, w.agency_id, w.url, w.event_types, w.disabled_at, w.epoch,
            coalesce(array_agg(s.secret ORDER BY s.created_at DESC, s.id) FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets
       FROM webhooks w
       LEFT JOIN webhook_secrets s ON s.webhook_id = w.id AND (s.expires_at IS NULL OR s.expires_at > now())
-     WHERE w.id = ${webhookId}
+     WHERE w.id = ANY(${[...webhookIds]}::text[])
      GROUP BY w.id`.execute(db);
-  return result.rows[0];
+  return result.rows;
 }
 
 export interface NewAttempt {
@@ -153,28 +176,68 @@ export interface NewAttempt {
  * healthy endpoint does not serialize its deliveries on one row lock.
  */
 export async function recordAttempt(db: Db, a: NewAttempt): Promise<void> {
-  const succeeded = a.error === null;
-  // What owners read as "last error": the class, and the status when there was an answer.
-  const lastError = a.statusCode === null ? a.error : `${a.error} (HTTP ${a.statusCode})`;
+  await recordAttempts(db, [a]);
+}
+
+/**
+ * Records several attempts in one statement (the dispatcher batches the attempts that finish
+ * together, one round trip and one commit for all). Each webhook's streak moves as if its
+ * attempts were recorded one after another in the given order, by recordAttempt's rules: the last
+ * 2xx ends the streak, and the failures after it start a new one (or, with no 2xx among them,
+ * continue the running one); last_error and last_failure_at come from the last failure. The one
+ * approximation is last_success_at, which one at a time moves only when over a second old (the
+ * rule above): here it becomes the latest 2xx's time whenever the row changes anyway, so it may be
+ * up to a second newer. With one attempt this is exactly recordAttempt's single-row statement.
+ */
+export async function recordAttempts(db: Db, attempts: readonly NewAttempt[]): Promise<void> {
+  if (attempts.length === 0) return;
+  const column = <T>(value: (a: NewAttempt) => T) => attempts.map(value);
   await sql`
-    WITH attempt AS (
+    WITH batch AS (
+      SELECT * FROM unnest(
+        ${column((a) => a.webhookId)}::text[], ${column((a) => a.eventId)}::text[],
+        ${column((a) => a.eventType)}::text[], ${column((a) => a.attempt)}::int[],
+        ${column((a) => a.attemptedAt)}::timestamptz[], ${column((a) => Math.round(a.durationMs))}::int[],
+        ${column((a) => a.statusCode)}::int[], ${column((a) => a.error)}::text[],
+        ${column((a) => a.responseBody)}::text[],
+        -- What owners read as "last error": the class, and the status when there was an answer.
+        ${column((a) => (a.statusCode === null ? a.error : `${a.error} (HTTP ${a.statusCode})`))}::text[]
+      ) WITH ORDINALITY AS b(webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
+                              status_code, error, response_body, last_error, ord)
+    ),
+    inserted AS (
       INSERT INTO webhook_attempts (webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
                                     status_code, error, response_body, succeeded)
-      VALUES (${a.webhookId}, ${a.eventId}, ${a.eventType}, ${a.attempt}, ${a.attemptedAt}, ${Math.round(a.durationMs)},
-              ${a.statusCode}, ${a.error}, ${a.responseBody}, ${succeeded})
+      SELECT webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
+             status_code, error, response_body, error IS NULL
+        FROM batch ORDER BY ord
+    ),
+    last_ok AS (
+      SELECT webhook_id, max(ord) FILTER (WHERE error IS NULL) AS ord FROM batch GROUP BY webhook_id
+    ),
+    -- Per webhook: whether a 2xx came and the latest 2xx time, the first failure after the last
+    -- 2xx (where a new streak starts), and its last failure.
+    streak AS (
+      SELECT b.webhook_id,
+             max(b.attempted_at) FILTER (WHERE b.error IS NULL) AS ok_at,
+             k.ord IS NOT NULL AS ok,
+             (array_agg(b.attempted_at ORDER BY b.ord)
+                FILTER (WHERE b.error IS NOT NULL AND b.ord > coalesce(k.ord, 0)))[1] AS fail_from,
+             (array_agg(b.attempted_at ORDER BY b.ord DESC) FILTER (WHERE b.error IS NOT NULL))[1] AS last_fail_at,
+             (array_agg(b.last_error ORDER BY b.ord DESC) FILTER (WHERE b.error IS NOT NULL))[1] AS last_error
+        FROM batch b JOIN last_ok k USING (webhook_id)
+       GROUP BY b.webhook_id, k.ord
     )
-    UPDATE webhooks SET ${
-      succeeded
-        ? sql`failing_since = NULL, warned_at = NULL, last_success_at = ${a.attemptedAt}`
-        : sql`failing_since = coalesce(failing_since, ${a.attemptedAt}), last_failure_at = ${a.attemptedAt},
-              last_error = ${lastError}`
-    }
-     WHERE id = ${a.webhookId} AND disabled_at IS NULL ${
-       succeeded
-         ? sql`AND (failing_since IS NOT NULL OR last_success_at IS NULL
-                    OR last_success_at < ${a.attemptedAt}::timestamptz - interval '1 second')`
-         : sql``
-     }`.execute(db);
+    UPDATE webhooks w
+       SET failing_since = CASE WHEN s.ok THEN s.fail_from ELSE coalesce(w.failing_since, s.fail_from) END,
+           warned_at = CASE WHEN s.ok THEN NULL ELSE w.warned_at END,
+           last_success_at = coalesce(s.ok_at, w.last_success_at),
+           last_failure_at = coalesce(s.last_fail_at, w.last_failure_at),
+           last_error = CASE WHEN s.last_fail_at IS NULL THEN w.last_error ELSE s.last_error END
+      FROM streak s
+     WHERE w.id = s.webhook_id AND w.disabled_at IS NULL
+       AND (s.last_fail_at IS NOT NULL OR w.failing_since IS NOT NULL OR w.last_success_at IS NULL
+            OR w.last_success_at < s.ok_at - interval '1 second')`.execute(db);
 }
 
 export async function listWebhookAttempts(

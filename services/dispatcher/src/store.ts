@@ -1,0 +1,81 @@
+import type { Kysely } from 'kysely';
+import {
+  activeWebhooksOf,
+  findDeliveryTarget,
+  findDeliveryTargets,
+  recordAttempt,
+  recordAttempts,
+  subscribedWebhooks,
+  type Database,
+  type DeliveryTarget,
+  type NewAttempt,
+} from '@trips/db';
+import { Batcher } from './batching.ts';
+
+/** Deliveries in flight per process are bounded by the prefetch; this only caps one statement's size. */
+const MAX_BATCH = 500;
+
+/**
+ * The three reads and writes every delivery makes, batched across the deliveries in flight
+ * (batching.ts): fan-out's subscribed webhooks, the attempt's target, and the attempts log. Same
+ * answers and the same freshness as one query per delivery: nothing is cached.
+ */
+export class DeliveryStore {
+  private readonly subscriptions: Batcher<
+    { agencyId: string; eventType: string },
+    { id: string; epoch: number }[]
+  >;
+  private readonly targets: Batcher<string, DeliveryTarget | undefined>;
+  private readonly attempts: Batcher<NewAttempt, void>;
+
+  constructor(db: Kysely<Database>) {
+    this.subscriptions = new Batcher({
+      runBatch: async (keys) => {
+        const byAgency = new Map<string, Awaited<ReturnType<typeof activeWebhooksOf>>>();
+        for (const row of await activeWebhooksOf(db, [...new Set(keys.map((k) => k.agencyId))])) {
+          byAgency.set(row.agency_id, [...(byAgency.get(row.agency_id) ?? []), row]);
+        }
+        // Rows come ordered by id, as subscribedWebhooks orders them.
+        return keys.map(({ agencyId, eventType }) =>
+          (byAgency.get(agencyId) ?? [])
+            .filter((w) => w.event_types.includes(eventType))
+            .map(({ id, epoch }) => ({ id, epoch })),
+        );
+      },
+      runOne: ({ agencyId, eventType }) => subscribedWebhooks(db, agencyId, eventType),
+      maxBatch: MAX_BATCH,
+    });
+    this.targets = new Batcher({
+      runBatch: async (ids) => {
+        const byId = new Map((await findDeliveryTargets(db, [...new Set(ids)])).map((t) => [t.id, t]));
+        return ids.map((id) => byId.get(id));
+      },
+      runOne: (id) => findDeliveryTarget(db, id),
+      maxBatch: MAX_BATCH,
+    });
+    this.attempts = new Batcher({
+      // One statement, one commit: every attempt of the batch is on disk before any is acked.
+      runBatch: async (list) => {
+        await recordAttempts(db, list);
+        return list.map(() => undefined);
+      },
+      runOne: (attempt) => recordAttempt(db, attempt),
+      maxBatch: MAX_BATCH,
+    });
+  }
+
+  /** The active webhooks of the agency subscribed to the type, ordered by id (spec 6.2). */
+  subscribed(agencyId: string, eventType: string): Promise<{ id: string; epoch: number }[]> {
+    return this.subscriptions.call({ agencyId, eventType });
+  }
+
+  /** The webhook as an attempt needs it, read now so a changed URL or secret applies. */
+  target(webhookId: string): Promise<DeliveryTarget | undefined> {
+    return this.targets.call(webhookId);
+  }
+
+  /** Resolves once the attempt is committed, with the webhook's streak moved (recordAttempt). */
+  record(attempt: NewAttempt): Promise<void> {
+    return this.attempts.call(attempt);
+  }
+}
