@@ -3,7 +3,7 @@ import { sql, type Kysely } from 'kysely';
 import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
 import type { DeliveryMessage } from '@trips/contracts';
 import { createDb, pruneWebhookAttempts, type Database } from '@trips/db';
-import { Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
+import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import type { DispatcherConfig } from './config.ts';
 import { Consumer } from './consumer.ts';
 import { delivererHandler, type Outcome } from './deliverer.ts';
@@ -11,6 +11,7 @@ import { Sender } from './delivery.ts';
 import { Endpoints, type EndpointProtection } from './endpoints.ts';
 import { fanOutHandler } from './fan-out.ts';
 import { Mailer } from './mailer.ts';
+import { dispatcherMetrics } from './metrics.ts';
 import { DeliveryStore } from './store.ts';
 import { enforceSwitchOff } from './switch-off.ts';
 import { declareTopology, topology } from './topology.ts';
@@ -68,6 +69,10 @@ export async function startDispatcherService(
   });
   // Deliveries in flight share their database round trips (store.ts, batching.ts).
   const store = new DeliveryStore(db);
+  const registry = createMetricsRegistry('dispatcher');
+  // A channel of its own for reading queue depths on scrape, apart from the consumers' channels.
+  const inspector = connection.createChannel({ name: 'metrics', confirm: false });
+  const metrics = dispatcherMetrics(registry, { endpoints, channel: inspector, topology: names });
   const mailer = new Mailer(
     db,
     { smtpUrl: config.smtpUrl, from: config.mailFrom },
@@ -99,7 +104,10 @@ export async function startDispatcherService(
         policy: config.policy,
         topology: names,
         logger: logger.child({ component: 'deliverer' }),
-        onOutcome: hooks.onOutcome,
+        onOutcome: (outcome, delivery) => {
+          metrics.observe(outcome);
+          hooks.onOutcome?.(outcome, delivery);
+        },
       }),
     },
     logger,
@@ -115,6 +123,7 @@ export async function startDispatcherService(
         { settingsUrl: config.settingsUrl, failureWindowMs: config.failureWindowMs },
         logger.child({ component: 'switch-off' }),
       );
+      metrics.switchedOff.inc(switchedOff.length);
       if (switchedOff.length + warned.length > 0) mailLoop.kick();
       return 0; // runs on its interval, never back to back
     },
@@ -130,6 +139,7 @@ export async function startDispatcherService(
 
   await Promise.all([fanOut.ready(), deliveries.ready()]);
   const health: Server = await startHealthServer(config.healthPort, {
+    metrics: registry,
     live: () => true,
     ready: async () => {
       await sql`SELECT 1`.execute(db);
@@ -149,6 +159,7 @@ export async function startDispatcherService(
       // next, each finishing its round; then the connections they all used.
       await Promise.all([fanOut.stop(), deliveries.stop()]);
       await Promise.all([switchOffLoop.stop(), mailLoop.stop(), pruneLoop.stop()]);
+      await inspector.close();
       await connection.close();
       endpoints.close();
       sender.close();

@@ -241,3 +241,29 @@ describe('the SSRF guard on the delivery path', () => {
     }
   });
 });
+
+describe('/metrics', () => {
+  test('counts outcomes and attempt durations, and shows queue depths and open breakers', async () => {
+    const { agencyId } = await agencyWithOwners(d.db);
+    await webhookFor(d.db, agencyId, receiver.url, ['trip.deleted']);
+    const event = makeEvent('trip.deleted');
+    await d.publish(agencyId, event);
+    await waitFor(() => d.outcomes.some((o) => o.eventId === event.id));
+
+    const text = await (await fetch(`http://127.0.0.1:${d.service.healthPort}/metrics`)).text();
+    const delivered = /^trips_deliveries_total\{outcome="delivered",service="dispatcher"\} (\d+)$/m.exec(
+      text,
+    );
+    expect(Number(delivered?.[1])).toBe(d.outcomes.filter((o) => o.outcome.kind === 'delivered').length);
+    expect(text).toMatch(
+      /^trips_delivery_attempt_duration_seconds_count\{[^}]*result="success"[^}]*\} [1-9]\d*$/m,
+    );
+    for (const queue of ['events', 'deliveries', 'parked', 'retry_2000ms']) {
+      expect(text).toMatch(
+        new RegExp(`^trips_queue_depth\\{queue="${queue}",service="dispatcher"\\} \\d+$`, 'm'),
+      );
+    }
+    expect(text).toMatch(/^trips_breakers_open\{service="dispatcher"\} \d+$/m);
+    expect(text).toContain('trips_webhooks_switched_off_total{service="dispatcher"} 0');
+  });
+});

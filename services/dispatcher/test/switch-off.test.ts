@@ -158,6 +158,13 @@ test('no 2xx for the window: warned at a third, switched off once, one e-mail pe
   expect(text).toContain('https://trips.example/settings');
   expect(text).not.toContain(dead.secret);
 
+  // The metric agrees: one switch-off between the two replicas.
+  const switchOffs = async (x: TestDispatcher) => {
+    const text = await (await fetch(`http://127.0.0.1:${x.service.healthPort}/metrics`)).text();
+    return Number(/^trips_webhooks_switched_off_total\{service="dispatcher"\} (\d+)$/m.exec(text)![1]);
+  };
+  expect((await switchOffs(d)) + (await switchOffs(replica))).toBe(1);
+
   // Switched back on (an owner's action) with a fresh streak, it gets events again.
   deadReceiver.answer = () => ({ status: 200 });
   const enabled = await setWebhookEnabled(d.db, dead.id, true);

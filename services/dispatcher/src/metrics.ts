@@ -1,0 +1,67 @@
+import type { ChannelWrapper } from 'amqp-connection-manager';
+import { Counter, Gauge, Histogram, type Registry } from '@trips/runtime';
+import type { Outcome } from './deliverer.ts';
+import type { Endpoints } from './endpoints.ts';
+import type { Topology } from './topology.ts';
+
+/** The dispatcher's Prometheus metrics (docs/operations.md says what to alert on). */
+export function dispatcherMetrics(
+  registry: Registry,
+  deps: { endpoints: Endpoints; channel: ChannelWrapper; topology: Topology },
+) {
+  const registers = [registry];
+  const deliveries = new Counter({
+    name: 'trips_deliveries_total',
+    help: 'Delivery messages handled, by outcome: delivered, retry_scheduled, gave_up, deferred, dropped.',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const attempts = new Histogram({
+    name: 'trips_delivery_attempt_duration_seconds',
+    help: 'Duration of webhook attempts, by result (success or the error class).',
+    labelNames: ['result'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  const switchedOff = new Counter({
+    name: 'trips_webhooks_switched_off_total',
+    help: 'Webhooks switched off by the failure policy.',
+    registers,
+  });
+  new Gauge({
+    name: 'trips_breakers_open',
+    help: 'Webhook endpoints whose circuit breaker is open in this process.',
+    registers,
+    collect() {
+      this.set(deps.endpoints.openCount());
+    },
+  });
+  new Gauge({
+    name: 'trips_queue_depth',
+    help: 'Messages ready in each of the dispatcher’s queues (events, deliveries, each retry delay, parked).',
+    labelNames: ['queue'] as const,
+    registers,
+    async collect() {
+      const t = deps.topology;
+      const queues = { events: t.eventsQueue, deliveries: t.deliveriesQueue, parked: t.parkedQueue };
+      for (const delay of t.retryDelaysMs)
+        Object.assign(queues, { [`retry_${delay}ms`]: t.retryQueue(delay) });
+      await Promise.all(
+        Object.entries(queues).map(async ([label, name]) => {
+          const { messageCount } = await deps.channel.checkQueue(name);
+          this.set({ queue: label }, messageCount);
+        }),
+      );
+    },
+  });
+
+  return {
+    switchedOff,
+    observe(outcome: Outcome): void {
+      deliveries.inc({ outcome: outcome.kind });
+      if ('result' in outcome) {
+        attempts.observe({ result: outcome.result.error ?? 'success' }, outcome.result.durationMs / 1000);
+      }
+    },
+  };
+}
