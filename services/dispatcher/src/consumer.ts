@@ -10,6 +10,9 @@ export interface Publisher {
   publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish): Promise<void>;
 }
 
+/** The longest pause before a message whose handling failed goes back to its queue. */
+const MAX_PAUSE_MS = 30_000;
+
 export type Handler = (message: ConsumeMessage, publisher: Publisher) => Promise<Disposition>;
 
 export interface ConsumerOptions {
@@ -27,8 +30,8 @@ export interface ConsumerOptions {
  * acknowledged, and anything it leads to is published, on the channel it arrived on: after a
  * reconnect that channel is gone, the ack fails harmlessly, and RabbitMQ redelivers the message,
  * which is the at-least-once we want. (Acking on the new channel would name a delivery tag it never
- * issued and make RabbitMQ close it.) A handler that throws leaves the message unacked, so it is
- * redelivered after a reconnect and parked by the queue's delivery limit if it keeps failing.
+ * issued and make RabbitMQ close it.) A handler that throws returns the message to its queue after
+ * a pause; the queue's delivery limit parks it if that keeps happening.
  */
 export class Consumer {
   private readonly options: ConsumerOptions;
@@ -37,6 +40,9 @@ export class Consumer {
   private readonly inFlight = new Set<Promise<void>>();
   private current: { ch: ConfirmChannel; consumerTag: string } | undefined;
   private stopping = false;
+  /** Handling failures in a row, for the pause before a failed message is returned. */
+  private failures = 0;
+  private readonly pauses = new Set<() => void>();
 
   constructor(connection: AmqpConnectionManager, options: ConsumerOptions, logger: Logger) {
     this.options = options;
@@ -82,26 +88,47 @@ export class Consumer {
           );
         }),
     };
-    let disposition: Disposition;
+    let disposition: Disposition | 'requeue';
     try {
       disposition = await this.options.handle(message, publisher);
+      this.failures = 0;
     } catch (error) {
-      // Left unacked on purpose: redelivered after the channel closes or the process restarts.
+      // A dependency is away (Postgres, usually). The message goes back to its queue after a
+      // growing pause, so an outage neither spins nor leaves it holding a prefetch slot for good.
+      // Each return counts towards the queue's delivery limit; past it the message is parked.
+      this.failures++;
+      const pauseMs = Math.min(MAX_PAUSE_MS, 250 * 2 ** Math.min(this.failures, 10));
       this.logger.error(
-        { err: error, messageId: message.properties.messageId },
-        'handling failed; message kept',
+        { err: error, messageId: message.properties.messageId, requeueInMs: pauseMs },
+        'handling failed; message returned to its queue',
       );
-      return;
+      await this.pause(pauseMs);
+      disposition = 'requeue';
     }
     try {
       if (disposition === 'ack') ch.ack(message);
-      else ch.nack(message, false, false); // dead-lettered to the parked queue
+      else if (disposition === 'park')
+        ch.nack(message, false, false); // dead-lettered to the parked queue
+      else ch.nack(message, false, true);
     } catch (error) {
       this.logger.warn(
         { err: error, messageId: message.properties.messageId },
         'channel gone before ack; RabbitMQ redelivers',
       );
     }
+  }
+
+  /** Waits, unless the consumer stops meanwhile. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.pauses.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.pauses.add(done);
+    });
   }
 
   /**
@@ -114,6 +141,7 @@ export class Consumer {
     if (this.current) {
       await this.current.ch.cancel(this.current.consumerTag).catch(() => {});
     }
+    for (const endPause of [...this.pauses]) endPause();
     await Promise.allSettled([...this.inFlight]);
     await this.channel.close();
     this.current = undefined;
