@@ -6,7 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { createAgency, createApiKey } from '@trips/db';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import {
+  cpuMicros,
   fmt,
+  median,
   paced,
   saturate,
   startChild,
@@ -26,7 +28,11 @@ const ROUND_SECONDS = 5;
 /** Unmeasured load before each round: pools closed their idle connections while others ran. */
 const ROUND_WARMUP_SECONDS = 1;
 const FIRST_WARMUP_SECONDS = 3;
-const HALF_RATE_SECONDS = 10;
+/** Paced rounds at half the maximum rate, per server, alternating, each of this many seconds. */
+const HALF_RATE_ROUNDS = 3;
+const HALF_RATE_SECONDS = 5;
+/** At the same pace, unmeasured, before each round: see paced(). */
+const HALF_RATE_WARMUP_SECONDS = 1;
 const TARGET_RATIO = 0.9;
 const TARGET_P99_MS = 10;
 
@@ -143,29 +149,60 @@ async function main() {
   // Alternating rounds, each starting with the next target, so that a burst of noise from the
   // rest of the machine hits every target alike rather than whichever happened to be running.
   const rounds = new Map<Target, LoadResult[]>(targets.map((target) => [target, []]));
+  // The server process's own CPU time per answered request in each round (user + system, all
+  // threads): what our code costs, which the machine's other load hardly moves.
+  const cpuPerRequest = new Map<Target, number[]>(targets.map((target) => [target, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (let i = 0; i < targets.length; i++) {
       const target = targets[(i + round) % targets.length]!;
       await load(target, ROUND_WARMUP_SECONDS);
+      const cpuBefore = cpuMicros(target.server.pid);
       const result = await load(target, ROUND_SECONDS);
+      const cpu = (cpuMicros(target.server.pid) - cpuBefore) / result.latencies.length;
       rounds.get(target)!.push(result);
+      cpuPerRequest.get(target)!.push(cpu);
       const s = summarize([result]);
       console.log(
         `round ${round + 1}  ${target.label.padEnd(22)} ${fmt.rps(s.rps).padStart(6)} req/s` +
-          `  p50 ${fmt.ms(s.p50)} ms  p99 ${fmt.ms(s.p99)} ms`,
+          `  p50 ${fmt.ms(s.p50)} ms  p99 ${fmt.ms(s.p99)} ms  server CPU ${fmt.rps(cpu)} µs/req`,
       );
     }
   }
-  const stats = new Map(targets.map((target) => [target, summarize(rounds.get(target)!)]));
+  const stats = new Map(
+    targets.map((target) => [
+      target,
+      { ...summarize(rounds.get(target)!), cpu: median(cpuPerRequest.get(target)!) },
+    ]),
+  );
   const of = (target: Target) => stats.get(target)!;
 
-  // Half the maximum, at an even pace (see paced() for why autocannon's overallRate is not).
+  // Half the maximum, at an even pace (see paced() for why autocannon's overallRate is not), in
+  // alternating rounds like the above, ours and then bare first. The control, bare at the same
+  // pace, shows what the machine and the load generator themselves add to the tail.
   const rate = Math.floor(of(ours).rps / 2);
-  const half = { seconds: HALF_RATE_SECONDS, connections: CONNECTIONS, rate, nextPath };
-  const atHalf = summarize([await paced({ ...half, url: ours.server.url, headers: ours.headers })]);
-  // The control: the same pace against the bare server shows what the machine and the load
-  // generator themselves add to the tail.
-  const bareAtHalf = summarize([await paced({ ...half, url: bare.server.url, headers: bare.headers })]);
+  const half = {
+    seconds: HALF_RATE_SECONDS,
+    warmupSeconds: HALF_RATE_WARMUP_SECONDS,
+    connections: CONNECTIONS,
+    rate,
+    nextPath,
+  };
+  const pacedRounds = new Map<Target, LoadResult[]>([
+    [ours, []],
+    [bare, []],
+  ]);
+  for (let round = 0; round < HALF_RATE_ROUNDS; round++) {
+    for (const target of round % 2 === 0 ? [ours, bare] : [bare, ours]) {
+      const result = await paced({ ...half, url: target.server.url, headers: target.headers });
+      pacedRounds.get(target)!.push(result);
+      const s = summarize([result]);
+      console.log(
+        `paced ${round + 1}  ${target.label.padEnd(22)} ${rate} req/s  p50 ${fmt.ms(s.p50)} ms  p99 ${fmt.ms(s.p99)} ms`,
+      );
+    }
+  }
+  const atHalf = summarize(pacedRounds.get(ours)!);
+  const bareAtHalf = summarize(pacedRounds.get(bare)!);
   const atHalfBursty = summarize([
     await saturate({ ...half, url: ours.server.url, overallRate: rate, headers: ours.headers }),
   ]);
@@ -175,11 +212,17 @@ async function main() {
 
   const ratio = of(ours).rps / of(bare).rps;
   const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
-  const row = (label: string, s: ReturnType<typeof summarize>, vsBare: string, target: string) => [
+  const row = (
+    label: string,
+    s: ReturnType<typeof summarize> & { cpu?: number },
+    vsBare: string,
+    target: string,
+  ) => [
     label,
     fmt.rps(s.rps),
     fmt.ms(s.p50),
     fmt.ms(s.p99),
+    s.cpu === undefined ? '' : fmt.rps(s.cpu),
     vsBare,
     target,
   ];
@@ -187,7 +230,7 @@ async function main() {
   console.log(
     '\n' +
       table(
-        ['measurement', 'req/s', 'p50 ms', 'p99 ms', 'vs bare', 'target'],
+        ['measurement', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'vs bare', 'target'],
         [
           row(
             'ours (store redis, LOG_LEVEL=info)',
@@ -214,7 +257,9 @@ async function main() {
       `\np99 at half max (${rate} req/s, paced) ${fmt.ms(atHalf.p99)} ms (target ≤ ${TARGET_P99_MS} ms): ` +
       verdict(atHalf.p99 <= TARGET_P99_MS) +
       `\nrate-limit store: postgres/redis req/s ${fmt.ratio(of(pgStore).rps / of(ours).rps)}, ` +
-      `p99 redis ${fmt.ms(of(ours).p99)} ms, postgres ${fmt.ms(of(pgStore).p99)} ms`,
+      `p99 redis ${fmt.ms(of(ours).p99)} ms, postgres ${fmt.ms(of(pgStore).p99)} ms` +
+      `\nserver CPU per request: ours ${fmt.rps(of(ours).cpu)} µs, bare ${fmt.rps(of(bare).cpu)} µs ` +
+      `(bare/ours ${fmt.ratio(of(bare).cpu / of(ours).cpu)})`,
   );
 }
 
