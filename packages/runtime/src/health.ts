@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 
 export interface HealthChecks {
-  /** Alive: the process answers and its loops are not stuck. */
-  live: () => Promise<boolean> | boolean;
-  /** Ready: Postgres answers. */
-  ready: () => Promise<boolean>;
+  /** Alive: the process answers and its loops are not stuck. Without it, /healthz is a 404. */
+  live?: () => Promise<boolean> | boolean;
+  /** Ready: its dependencies answer. Without it, /readyz is a 404. */
+  ready?: () => Promise<boolean>;
   /** Served at GET /metrics in the Prometheus text format. */
   metrics?: Registry;
 }

@@ -34,6 +34,11 @@ async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T>
   }
 }
 
+/** Runs one statement as the admin user (for tests that cut a database off, say). */
+export async function adminQuery(statement: string): Promise<void> {
+  await withAdmin((admin) => admin.query(statement));
+}
+
 /** Creates the migrated template once per migration set; safe when several test runs race. */
 export async function ensureTemplate(): Promise<string> {
   const name = templateName();

@@ -1,4 +1,4 @@
-export { adminUrl, createTestDatabase, ensureTemplate, type TestDatabase } from './database.ts';
+export { adminQuery, adminUrl, createTestDatabase, ensureTemplate, type TestDatabase } from './database.ts';
 export { waitFor } from './wait.ts';
 export * from './amqp.ts';
 export { createTestCa, type TestCa } from './tls.ts';

@@ -6,6 +6,7 @@ import { authenticate } from './auth/authenticate.ts';
 import type { CredentialsCache } from './auth/credentials-cache.ts';
 import { ApiError, errorHandler } from './errors.ts';
 import { accessLog } from './http/access-log.ts';
+import { rememberMount, type ObserveRequest } from './http/request-metrics.ts';
 import { assignRequestId } from './http/request-id.ts';
 import { enforceRateLimit, takeRateLimitToken } from './rate-limit/middleware.ts';
 import type { TokenBucketStore } from './rate-limit/token-bucket.ts';
@@ -22,6 +23,8 @@ export interface ApiDependencies {
   rateLimits: TokenBucketStore;
   /** EVENT_RETENTION in milliseconds, for GET /events' cursor expiry. */
   eventRetentionMs: number;
+  /** Records each request's latency (GET /metrics on the metrics port). */
+  observeRequest?: ObserveRequest;
 }
 
 /**
@@ -35,11 +38,12 @@ export function createApp(deps: ApiDependencies): Express {
   app.disable('etag');
   app.set('query parser', 'simple');
 
-  app.use(assignRequestId, accessLog(deps.logger));
+  app.use(assignRequestId, accessLog(deps.logger, deps.observeRequest));
   app.use(probesRouter(deps.db));
   app.use(docsRouter());
 
   const api = Router();
+  api.use(rememberMount);
   api.use(authenticate(deps.credentials, deps.onKeyUsed), takeRateLimitToken(deps.rateLimits, deps.logger));
   api.use(readApiRouter(deps.db));
   api.use(eventsRouter(deps));

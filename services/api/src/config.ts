@@ -6,6 +6,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const config = {
     ...readCommonConfig(env),
     port: env.int('PORT', 3000, { min: 0, max: 65535 }),
+    /** GET /metrics (and the probes) on a port of its own, never routed from outside; 0 picks a free one. */
+    metricsPort: env.int('API_METRICS_PORT', 3003, { min: 0, max: 65535 }),
     /** Postgres connections per replica; size max_connections for (replicas × this) + others. */
     dbPoolSize: env.int('API_DB_POOL_SIZE', 10, { min: 1, max: 200 }),
     rateLimit: {

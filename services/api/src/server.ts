@@ -1,17 +1,20 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createDb, findKeyCredentials } from '@trips/db';
-import type { Logger } from '@trips/runtime';
+import { createMetricsRegistry, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { createApp } from './app.ts';
 import { AuthChangeListener, CredentialsCache } from './auth/credentials-cache.ts';
 import { KeyUsageRecorder } from './auth/key-usage.ts';
 import type { ApiConfig } from './config.ts';
+import { requestMetrics } from './http/request-metrics.ts';
 import { LeasedTokenBuckets } from './rate-limit/leases.ts';
 import { PostgresBuckets, RedisBuckets } from './rate-limit/token-bucket.ts';
 
 export interface RunningApi {
   server: Server;
   url: string;
+  /** Where GET /metrics answers. */
+  metricsUrl: string;
   stop(): Promise<void>;
 }
 
@@ -30,6 +33,7 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
     config.rateLimit,
   );
 
+  const registry = createMetricsRegistry('api');
   const app = createApp({
     db,
     logger,
@@ -37,6 +41,7 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
     onKeyUsed: keyUsage.used,
     rateLimits,
     eventRetentionMs: config.eventRetentionMs,
+    observeRequest: requestMetrics(registry),
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, (error?: Error) => (error ? reject(error) : resolve(s)));
@@ -44,11 +49,14 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
   // Longer than a load balancer's idle timeout, so it never reuses a socket we just closed.
   server.keepAliveTimeout = 65_000;
   const { port } = server.address() as AddressInfo;
-  logger.info({ port }, 'api listening');
+  // Only /metrics there: the probes stay on the API's own port, where they test what clients use.
+  const metricsServer = await startHealthServer(config.metricsPort, { metrics: registry });
+  logger.info({ port, metricsPort: portOf(metricsServer) }, 'api listening');
 
   return {
     server,
     url: `http://127.0.0.1:${port}`,
+    metricsUrl: `http://127.0.0.1:${portOf(metricsServer)}/metrics`,
     // Reverse order of opening: stop taking requests and let in-flight ones finish first, since
     // they still need the pool, the caches and the rate-limit store; then flush key usage (it
     // writes through the pool), and close the pool last.
@@ -57,6 +65,7 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      await new Promise((resolve) => metricsServer.close(resolve));
       await keyUsage.stop();
       await rateLimits.close();
       await listener.stop();

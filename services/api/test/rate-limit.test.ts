@@ -117,6 +117,7 @@ describe.each([
           ...process.env,
           DATABASE_URL: t.url,
           PORT: String(port),
+          API_METRICS_PORT: '0',
           RATE_LIMIT_BURST: String(burst),
           RATE_LIMIT_PER_SECOND: '1',
           LOG_LEVEL: 'warn',

@@ -28,6 +28,7 @@ export async function startTestApi(t: TestDatabase, env: Record<string, string> 
   const config = loadConfig({
     DATABASE_URL: t.url,
     PORT: '0',
+    API_METRICS_PORT: '0',
     RATE_LIMIT_PER_SECOND: '100000',
     RATE_LIMIT_BURST: '100000',
     ...env,

@@ -1,6 +1,5 @@
-import pg from 'pg';
 import {
-  adminUrl,
+  adminQuery,
   createTestCa,
   startReceiver,
   waitFor,
@@ -32,23 +31,13 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-async function admin(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-
 test('events that arrive while Postgres is unreachable are delivered once it is back', async () => {
   const { agencyId } = await agencyWithOwners(d.db);
   await webhookFor(d.db, agencyId, receiver.url, ['trip.created']);
   const name = d.database.name;
-  await admin(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+  await adminQuery(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
   try {
-    await admin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}'`);
+    await adminQuery(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}'`);
     const events = Array.from({ length: 5 }, () => makeEvent('trip.created'));
     for (const event of events) await d.publish(agencyId, event);
     await waitFor(() => d.logs.text().includes('handling failed; message returned to its queue'), {
@@ -56,7 +45,7 @@ test('events that arrive while Postgres is unreachable are delivered once it is 
     });
     expect(receiver.requests).toHaveLength(0);
   } finally {
-    await admin(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+    await adminQuery(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
   }
   await waitFor(() => receiver.requests.length >= 5, { timeoutMs: 20_000, what: 'every event delivered' });
   const ids = new Set(receiver.requests.map((r) => r.headers['service-event-id']));

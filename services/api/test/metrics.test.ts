@@ -1,0 +1,47 @@
+import { createTestDatabase, type TestDatabase } from '@trips/testkit';
+import { agencyWithKey, client, insertTrip, startTestApi, type Fixture } from './support.ts';
+
+let t: TestDatabase;
+let api: Awaited<ReturnType<typeof startTestApi>>;
+let own: Fixture;
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  api = await startTestApi(t);
+  own = await agencyWithKey(t.db);
+});
+afterAll(async () => {
+  await api.stop();
+  await t.drop();
+});
+
+const count = (text: string, labels: Record<string, string>) => {
+  const line = text
+    .split('\n')
+    .find(
+      (l) =>
+        l.startsWith('trips_http_request_duration_seconds_count{') &&
+        Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)),
+    );
+  return line === undefined ? 0 : Number(line.split(' ').at(-1));
+};
+
+test('GET /metrics on its own port: latency by route pattern and status, never by raw path', async () => {
+  const get = client(api.url, own.key);
+  const trip = await insertTrip(t.db, own.agencyId);
+  await get(`/api/v1/trips/${trip.id}`);
+  await get(`/api/v1/trips/${trip.id}`);
+  await get('/api/v1/trips/trp_missing');
+  await get('/api/v1/nowhere');
+
+  const res = await fetch(api.metricsUrl);
+  expect(res.status).toBe(200);
+  const text = await res.text();
+  expect(count(text, { method: 'GET', route: '/api/v1/trips/:id', status: '200' })).toBe(2);
+  expect(count(text, { method: 'GET', route: '/api/v1/trips/:id', status: '404' })).toBe(1);
+  expect(count(text, { route: 'unmatched', status: '404' })).toBe(1);
+  expect(text).not.toContain(trip.id);
+  expect(text).toContain('process_resident_memory_bytes{service="api"}');
+  // Not on the public port.
+  expect((await fetch(`${api.url}/metrics`)).status).toBe(404);
+});
