@@ -104,6 +104,8 @@ async function main() {
         RATE_LIMIT_PER_SECOND: '1000000000',
         RATE_LIMIT_BURST: '1000000000',
         RATE_LIMIT_STORE: 'redis',
+        // Three of our servers run at once: each takes any free port for GET /metrics.
+        API_METRICS_PORT: '0',
         LOG_LEVEL: 'info',
         ...env,
       },
