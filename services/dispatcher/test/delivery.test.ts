@@ -83,6 +83,9 @@ describe('a 2xx delivery', () => {
       .executeTakeFirstOrThrow();
     expect(webhook.last_success_at).not.toBeNull();
     expect(webhook.failing_since).toBeNull();
+    // The delivery is in the debug log by ids, and the secret never is.
+    expect(d.logs.text()).toContain(event.id);
+    expect(d.logs.text()).not.toContain(secret);
   });
 
   test('any 2xx is a success; the attempts log keeps the first KiB of the answer', async () => {
