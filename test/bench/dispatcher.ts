@@ -4,8 +4,7 @@
 //   2. isolation: 10 webhooks, all healthy, then one of them hanging: the other 9 keep ≥ 0.9× of
 //      their throughput;
 //   3. end to end with the recorder: trips inserted at 500/s as the host application writes them,
-//      commit → webhook
-//      received p99 ≤ 250 ms.
+//      commit → webhook received p99 ≤ 250 ms.
 // Every service, the receiver and the bare sender run as their own Node processes; this one only
 // feeds, writes and counts. Results and how to read them: docs/benchmarks.md, "Dispatcher".
 import os from 'node:os';
