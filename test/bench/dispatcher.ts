@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import amqplib from 'amqplib';
 import { eventRecord, type EventMessage } from '@trips/contracts';
 import { createAgency, createDb, createWebhook } from '@trips/db';
-import { queueNames, topology } from '@trips/dispatcher';
+import { queueNames, readConfig, topology } from '@trips/dispatcher';
 import {
   amqpUrl,
   createTestCa,
@@ -86,10 +86,11 @@ async function main() {
   const t = await createTestDatabase();
   cleanups.push(() => t.drop());
   const prefix = randomAmqpPrefix();
-  const names = topology(prefix, [60_000]); // WEBHOOK_RETRY_DELAYS' first delay: the default 1m
+  // The default delays (WEBHOOK_RETRY_DELAYS and DISPATCHER_BUSY_DELAY), as the dispatchers here run.
+  const names = topology(prefix, readConfig({}).policy.queueDelaysMs);
   cleanups.push(() =>
     deleteAmqpObjects({
-      queues: queueNames(topology(prefix, [60_000, 300_000, 1_800_000, 7_200_000, 21_600_000, 86_400_000])),
+      queues: queueNames(names),
       exchanges: [names.eventsExchange],
     }),
   );

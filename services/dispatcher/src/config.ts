@@ -34,6 +34,11 @@ export function readConfig(source: Record<string, string | undefined> = process.
     retentionMs: env.duration('EVENT_RETENTION', '30d'),
     /** Deliveries in flight per dispatcher; bounds memory and sockets (bounded prefetch). */
     prefetch: env.int('DISPATCHER_PREFETCH', 100, { min: 1, max: 10_000 }),
+    /**
+     * A delivery that finds its webhook's attempts and waiting places all taken (a burst) goes
+     * round a delay queue this long: briefly, since the endpoint is busy, not failing.
+     */
+    busyDelayMs: env.duration('DISPATCHER_BUSY_DELAY', '1s'),
     /** Attempts in flight to one webhook from one dispatcher; more wait, beyond twice this they are deferred. */
     endpointConcurrency: env.int('DISPATCHER_ENDPOINT_CONCURRENCY', 10, { min: 1, max: 1_000 }),
     /** /healthz and /readyz; 0 picks a free port (tests). */
@@ -69,7 +74,7 @@ function readCa(file: string, env: EnvReader): string | undefined {
  * The delivery policy as data, derived from the settings in one place (architecture example 4).
  * Everything that decides when to retry, warn or switch off reads it from here.
  */
-function deliveryPolicy(c: { retryDelaysMs: number[]; failureWindowMs: number }) {
+function deliveryPolicy(c: { retryDelaysMs: number[]; failureWindowMs: number; busyDelayMs: number }) {
   return {
     retryDelaysMs: c.retryDelaysMs,
     failureWindowMs: c.failureWindowMs,
@@ -81,8 +86,13 @@ function deliveryPolicy(c: { retryDelaysMs: number[]; failureWindowMs: number })
      * to half a second.
      */
     sweepIntervalMs: Math.min(60_000, Math.max(250, Math.round(c.failureWindowMs / 20))),
-    /** A delivery that cannot be tried now (breaker open, endpoint saturated) waits the first delay. */
-    deferDelayMs: c.retryDelaysMs[0]!,
+    /**
+     * How long a delivery that cannot be tried now waits, by reason: behind an open breaker as
+     * long as a first retry (the endpoint is failing); behind a saturated one only briefly.
+     */
+    deferDelayMs: { circuit_open: c.retryDelaysMs[0]!, endpoint_busy: c.busyDelayMs },
+    /** Every delay a delivery can wait in a queue: one delay queue each (topology.ts). */
+    queueDelaysMs: [...new Set([...c.retryDelaysMs, c.busyDelayMs])],
   };
 }
 

@@ -94,8 +94,9 @@ export function delivererHandler(deps: DelivererDeps) {
     publisher: Publisher,
   ): Promise<Outcome> => {
     // Not an attempt: nothing was sent, so the attempt number and the window stay as they were.
-    await requeue(publisher, delivery, policy.deferDelayMs);
-    return { kind: 'deferred', reason, delayMs: policy.deferDelayMs };
+    const delayMs = policy.deferDelayMs[reason];
+    await requeue(publisher, delivery, delayMs);
+    return { kind: 'deferred', reason, delayMs };
   };
 
   return async (message: ConsumeMessage, publisher: Publisher): Promise<Disposition> => {

@@ -44,8 +44,7 @@ export function dispatcherMetrics(
     async collect() {
       const t = deps.topology;
       const queues = { events: t.eventsQueue, deliveries: t.deliveriesQueue, parked: t.parkedQueue };
-      for (const delay of t.retryDelaysMs)
-        Object.assign(queues, { [`retry_${delay}ms`]: t.retryQueue(delay) });
+      for (const delay of t.delaysMs) Object.assign(queues, { [`retry_${delay}ms`]: t.retryQueue(delay) });
       await Promise.all(
         Object.entries(queues).map(async ([label, name]) => {
           const { messageCount } = await deps.channel.checkQueue(name);

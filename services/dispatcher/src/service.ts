@@ -50,7 +50,7 @@ export async function startDispatcherService(
   hooks: DispatcherHooks = {},
 ): Promise<DispatcherService> {
   const db: Kysely<Database> = createDb(config.databaseUrl, { max: 10, applicationName: 'trips-dispatcher' });
-  const names = topology(config.amqpPrefix, config.retryDelaysMs);
+  const names = topology(config.amqpPrefix, config.policy.queueDelaysMs);
   const connection: AmqpConnectionManager = amqp.connect([config.amqpUrl], {
     heartbeatIntervalInSeconds: 10,
   });

@@ -21,10 +21,11 @@ export interface Topology {
   deliveriesQueue: string;
   parkedQueue: string;
   retryQueue(delayMs: number): string;
-  retryDelaysMs: number[];
+  /** The delay of each delay queue. */
+  delaysMs: number[];
 }
 
-export function topology(prefix: string, retryDelaysMs: number[]): Topology {
+export function topology(prefix: string, delaysMs: number[]): Topology {
   const base = `${prefix}trips.dispatcher`;
   return {
     eventsExchange: `${prefix}trips.events`,
@@ -32,7 +33,7 @@ export function topology(prefix: string, retryDelaysMs: number[]): Topology {
     deliveriesQueue: `${base}.deliveries`,
     parkedQueue: `${base}.parked`,
     retryQueue: (delayMs) => `${base}.retry.${delayMs}ms`,
-    retryDelaysMs: [...new Set(retryDelaysMs)],
+    delaysMs: [...new Set(delaysMs)],
   };
 }
 
@@ -56,7 +57,7 @@ export async function declareTopology(ch: Channel, t: Topology): Promise<void> {
   await ch.assertQueue(t.eventsQueue, { durable: true, arguments: parkOnFailure });
   await ch.bindQueue(t.eventsQueue, t.eventsExchange, '#');
   await ch.assertQueue(t.deliveriesQueue, { durable: true, arguments: parkOnFailure });
-  for (const delayMs of t.retryDelaysMs) {
+  for (const delayMs of t.delaysMs) {
     await ch.assertQueue(t.retryQueue(delayMs), {
       durable: true,
       arguments: {
@@ -73,5 +74,5 @@ export async function declareTopology(ch: Channel, t: Topology): Promise<void> {
 
 /** Every queue name, for tests and tools that clean up. */
 export function queueNames(t: Topology): string[] {
-  return [t.eventsQueue, t.deliveriesQueue, t.parkedQueue, ...t.retryDelaysMs.map(t.retryQueue)];
+  return [t.eventsQueue, t.deliveriesQueue, t.parkedQueue, ...t.delaysMs.map(t.retryQueue)];
 }

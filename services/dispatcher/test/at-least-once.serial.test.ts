@@ -39,7 +39,7 @@ afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
   await receiver.close();
   await deleteAmqpObjects({
-    queues: queueNames(topology(prefix, [500])),
+    queues: queueNames(topology(prefix, [500, 1_000])), // WEBHOOK_RETRY_DELAYS and DISPATCHER_BUSY_DELAY
     exchanges: [`${prefix}trips.events`],
   });
   await t.drop();

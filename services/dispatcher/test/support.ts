@@ -95,7 +95,7 @@ export async function startTestDispatcher(
       hooks.onOutcome?.(outcome, delivery);
     },
   });
-  const names = topology(prefix, config.retryDelaysMs);
+  const names = topology(prefix, config.policy.queueDelaysMs);
   const connection = await amqplib.connect(amqpUrl);
   const channel = await connection.createConfirmChannel();
   let stopped = false;
