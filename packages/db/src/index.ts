@@ -13,3 +13,4 @@ export * from './repositories/events.ts';
 export * from './repositories/groups.ts';
 export * from './repositories/webhooks.ts';
 export * from './repositories/read-queries.ts';
+export * from './repositories/audit.ts';

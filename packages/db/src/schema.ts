@@ -133,6 +133,7 @@ export interface Database {
   webhook_secrets: WebhookSecretsTable;
   webhook_attempts: WebhookAttemptsTable;
   owner_notices: OwnerNoticesTable;
+  audit_log: AuditLogTable;
 }
 
 export type Agency = Selectable<AgenciesTable>;
@@ -257,3 +258,20 @@ export interface OwnerNoticesTable {
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
 export type OwnerNoticeRow = Selectable<OwnerNoticesTable>;
+
+export type AuditObjectType = 'api_key' | 'webhook' | 'user';
+
+/** One owner action (migration 0006): who did what to which object, when, with a small summary. */
+export interface AuditLogTable {
+  id: Generated<number>;
+  agency_id: string;
+  actor_user_id: string | null;
+  actor: string;
+  action: string;
+  object_type: AuditObjectType;
+  object_id: string;
+  details: ColumnType<Record<string, unknown>, string | undefined, string>;
+  created_at: Timestamp;
+}
+
+export type AuditLogRow = Selectable<AuditLogTable>;

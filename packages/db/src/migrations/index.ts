@@ -4,6 +4,7 @@ import * as writeContract from './0002_write_contract.ts';
 import * as eventCapture from './0003_event_capture.ts';
 import * as rateLimitBuckets from './0004_rate_limit_buckets.ts';
 import * as webhooks from './0005_webhooks.ts';
+import * as ownerActions from './0006_owner_actions.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -15,6 +16,7 @@ export const migrations: Record<string, Migration> = {
   '0003_event_capture': eventCapture,
   '0004_rate_limit_buckets': rateLimitBuckets,
   '0005_webhooks': webhooks,
+  '0006_owner_actions': ownerActions,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

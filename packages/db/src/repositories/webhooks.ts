@@ -360,3 +360,121 @@ export async function markNoticeFailed(trx: Db, id: number, error: string): Prom
     .where('id', '=', id)
     .execute();
 }
+
+// ---- The owners' settings module (packages/settings) ----
+
+/**
+ * createWebhook inside the caller's transaction, so the settings module writes its audit row with
+ * it. Callers validate the URL and types first.
+ */
+export async function insertWebhookWithSecret(
+  trx: Transaction<Database>,
+  input: { agencyId: string; url: string; eventTypes: string[]; description?: string | null },
+): Promise<CreatedWebhook> {
+  const secret = generateWebhookSecret();
+  const webhook = await trx
+    .insertInto('webhooks')
+    .values({
+      agency_id: input.agencyId,
+      url: input.url,
+      event_types: [...new Set(input.eventTypes)],
+      description: input.description ?? null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await trx.insertInto('webhook_secrets').values({ webhook_id: webhook.id, secret }).execute();
+  return { webhook, secret };
+}
+
+/** Changes the URL, the event types or the description (only those given); undefined when there is no such webhook. */
+export async function updateWebhookConfig(
+  db: Db,
+  id: string,
+  changes: { url?: string; eventTypes?: string[]; description?: string | null },
+): Promise<WebhookRow | undefined> {
+  const set = {
+    ...(changes.url !== undefined && { url: changes.url }),
+    ...(changes.eventTypes !== undefined && { event_types: [...new Set(changes.eventTypes)] }),
+    ...(changes.description !== undefined && { description: changes.description }),
+  };
+  if (Object.keys(set).length === 0) return findWebhook(db, id);
+  return db.updateTable('webhooks').set(set).where('id', '=', id).returningAll().executeTakeFirst();
+}
+
+export interface RotatedSecret {
+  /** The new secret: the only time it is handed out (D7). */
+  secret: string;
+  /** Until when the secrets signing before the rotation still sign (D7's overlap). */
+  previousExpireAt: Date;
+}
+
+/**
+ * Adds a new secret and gives every secret still signing an end `overlapMs` from now (or keeps its
+ * earlier end), so both sign until then (D7). The dispatcher reads the unexpired secrets at every
+ * attempt, so nothing else needs telling.
+ */
+export async function rotateWebhookSecretIn(
+  trx: Transaction<Database>,
+  webhookId: string,
+  overlapMs: number,
+): Promise<RotatedSecret> {
+  const secret = generateWebhookSecret();
+  const { rows } = await sql<{ until: Date }>`
+    SELECT now() + make_interval(secs => ${overlapMs / 1000}) AS until`.execute(trx);
+  const until = rows[0]!.until;
+  await trx
+    .updateTable('webhook_secrets')
+    .set({ expires_at: sql<Date>`least(coalesce(expires_at, ${until}), ${until})` })
+    .where('webhook_id', '=', webhookId)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
+    .execute();
+  await trx.insertInto('webhook_secrets').values({ webhook_id: webhookId, secret }).execute();
+  return { secret, previousExpireAt: until };
+}
+
+/** A webhook's secrets as owners may see them: when made and until when they sign, never the secret. */
+export async function listWebhookSecretTimes(
+  db: Db,
+  webhookId: string,
+): Promise<{ id: string; created_at: Date; expires_at: Date | null; active: boolean }[]> {
+  const result = await sql<{ id: string; created_at: Date; expires_at: Date | null; active: boolean }>`
+    SELECT id, created_at, expires_at, (expires_at IS NULL OR expires_at > now()) AS active
+      FROM webhook_secrets WHERE webhook_id = ${webhookId}
+     ORDER BY created_at DESC, id`.execute(db);
+  return result.rows;
+}
+
+/**
+ * A page of an agency's recorded events of some types since a time, in recording order (seq), for
+ * redelivering them to one webhook. Keyset paging by seq: pass the last seq of a page as `afterSeq`.
+ */
+export async function eventsForRedelivery(
+  db: Db,
+  input: { agencyId: string; since: Date; types: readonly string[]; afterSeq?: number; limit?: number },
+) {
+  return db
+    .selectFrom('events')
+    .select(['seq', 'id', 'type', 'object_type', 'object_id', 'data', 'created_at'])
+    .where('agency_id', '=', input.agencyId)
+    .where('created_at', '>=', input.since)
+    .where('type', '=', sql<string>`ANY(${[...input.types]}::text[])`)
+    .where('seq', '>', input.afterSeq ?? 0)
+    .orderBy('seq')
+    .limit(input.limit ?? 500)
+    .execute();
+}
+
+/** How many events eventsForRedelivery will answer in all, for a progress bar. */
+export async function countEventsForRedelivery(
+  db: Db,
+  input: { agencyId: string; since: Date; types: readonly string[] },
+): Promise<number> {
+  const row = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('agency_id', '=', input.agencyId)
+    .where('created_at', '>=', input.since)
+    .where('type', '=', sql<string>`ANY(${[...input.types]}::text[])`)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

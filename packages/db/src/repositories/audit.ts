@@ -1,0 +1,49 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { AuditLogRow, AuditObjectType, Database } from '../schema.ts';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export interface NewAuditEntry {
+  agencyId: string;
+  /** The owner who acted, or null for the platform team (tripctl). */
+  actorUserId: string | null;
+  /** What a reader of the trail sees: the owner's e-mail, or 'platform'. */
+  actor: string;
+  action: string;
+  objectType: AuditObjectType;
+  objectId: string;
+  /** A small summary of the change; never a secret, a key or a password. */
+  details?: Record<string, unknown>;
+}
+
+/** Writes one audit row; call it in the transaction of the change it records. */
+export async function insertAuditEntry(db: Db, entry: NewAuditEntry): Promise<AuditLogRow> {
+  return db
+    .insertInto('audit_log')
+    .values({
+      agency_id: entry.agencyId,
+      actor_user_id: entry.actorUserId,
+      actor: entry.actor,
+      action: entry.action,
+      object_type: entry.objectType,
+      object_id: entry.objectId,
+      details: JSON.stringify(entry.details ?? {}),
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** An agency's audit trail, newest first; optionally of one object only. */
+export async function listAuditEntries(
+  db: Db,
+  agencyId: string,
+  options: { objectId?: string; limit?: number } = {},
+): Promise<AuditLogRow[]> {
+  let query = db.selectFrom('audit_log').selectAll().where('agency_id', '=', agencyId);
+  if (options.objectId !== undefined) query = query.where('object_id', '=', options.objectId);
+  return query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(options.limit ?? 100)
+    .execute();
+}
