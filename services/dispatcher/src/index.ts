@@ -5,3 +5,4 @@ export { signatureHeader } from './signature.ts';
 export { nextRetry } from './schedule.ts';
 export { USER_AGENT, type AttemptError, type AttemptResult } from './delivery.ts';
 export type { Outcome } from './deliverer.ts';
+export { isPublicAddress } from './ssrf.ts';

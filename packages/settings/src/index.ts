@@ -1,0 +1,12 @@
+export { createSettings, PLATFORM, DEFAULT_OVERLAP_MS, MAX_OVERLAP_MS, webhookView } from './settings.ts';
+export type {
+  Actor,
+  Settings,
+  SettingsOptions,
+  ApiKeyView,
+  WebhookView,
+  RedeliveryProgress,
+} from './settings.ts';
+export { SettingsError, type SettingsErrorCode } from './errors.ts';
+export { checkWebhookUrl, checkEventTypes, checkScopes } from './validate.ts';
+export { hashPassword, verifyPassword, MIN_PASSWORD_LENGTH } from './passwords.ts';

@@ -1,0 +1,80 @@
+import { isIP } from 'node:net';
+import { EVENT_TYPE_NAMES, isEventType, SCOPES } from '@trips/contracts';
+import { isPublicAddress } from '@trips/dispatcher';
+import { invalid } from './errors.ts';
+
+/** The webhooks table refuses longer URLs (migration 0005). */
+export const MAX_URL_LENGTH = 2048;
+export const MAX_DESCRIPTION_LENGTH = 500;
+
+/**
+ * A webhook URL as the dispatcher will call it: https only (D7), no credentials (they would be
+ * sent to whoever answers and shown in every list), at most 2048 characters, and not an IP literal
+ * or localhost name outside the public internet. A host name is resolved only at delivery time,
+ * where the dispatcher checks the address it connects to; this refuses what is plainly private.
+ * The message never repeats the URL, which may carry a password.
+ */
+export function checkWebhookUrl(value: string, options: { allowPrivateNetworks?: boolean } = {}): string {
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw invalid('the webhook URL is not a URL.');
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw invalid(
+      'a webhook URL must not carry credentials (user:password@); the signature authenticates deliveries.',
+    );
+  }
+  if (url.protocol !== 'https:')
+    throw invalid('a webhook URL must be https; webhooks are delivered over https only.');
+  if (url.href.length > MAX_URL_LENGTH) {
+    throw invalid(`a webhook URL has at most ${MAX_URL_LENGTH} characters; this one has ${url.href.length}.`);
+  }
+  if (!options.allowPrivateNetworks) {
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    const isPrivateIp = isIP(host) !== 0 && !isPublicAddress(host);
+    const isLocalName = host === 'localhost' || host.endsWith('.localhost');
+    if (isPrivateIp || isLocalName) {
+      throw invalid(
+        `a webhook URL must reach the public internet; ${url.hostname} is a private or local address.`,
+      );
+    }
+  }
+  return url.href;
+}
+
+export function checkEventTypes(types: readonly string[]): string[] {
+  const unique = [...new Set(types.map((s) => s.trim()))].filter((s) => s !== '');
+  if (unique.length === 0) throw invalid(`give at least one event type of ${EVENT_TYPE_NAMES.join(', ')}.`);
+  const unknown = unique.filter((s) => !isEventType(s));
+  if (unknown.length > 0) {
+    throw invalid(
+      `unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.map((s) => `'${s}'`).join(', ')}; ` +
+        `known event types: ${EVENT_TYPE_NAMES.join(', ')}.`,
+    );
+  }
+  return unique;
+}
+
+export function checkScopes(scopes: readonly string[]): string[] {
+  const unique = [...new Set(scopes.map((s) => s.trim()))].filter((s) => s !== '');
+  if (unique.length === 0) throw invalid(`give at least one scope of ${SCOPES.join(', ')}.`);
+  const unknown = unique.filter((s) => !(SCOPES as readonly string[]).includes(s));
+  if (unknown.length > 0) {
+    throw invalid(
+      `unknown scope${unknown.length > 1 ? 's' : ''} ${unknown.map((s) => `'${s}'`).join(', ')}; ` +
+        `known scopes: ${SCOPES.join(', ')}.`,
+    );
+  }
+  return unique;
+}
+
+export function checkDescription(value: string | null | undefined): string | null {
+  if (value === null || value === undefined) return null;
+  const description = value.trim();
+  if (description.length < 1 || description.length > MAX_DESCRIPTION_LENGTH) {
+    throw invalid(`a description has 1 to ${MAX_DESCRIPTION_LENGTH} characters.`);
+  }
+  return description;
+}
