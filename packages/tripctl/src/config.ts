@@ -24,3 +24,21 @@ export function defaultBaseUrl(env: Env): string {
   reader.done();
   return `http://localhost:${port}`;
 }
+
+export interface BrokerConfig {
+  amqpUrl: string;
+  amqpPrefix: string;
+  eventRetentionMs: number;
+}
+
+/** What `webhook test|redeliver` need: the dispatcher's broker and prefix, and EVENT_RETENTION (D9). */
+export function readBrokerConfig(env: Env): Readonly<BrokerConfig> {
+  const reader = new EnvReader(env);
+  const config = {
+    amqpUrl: reader.url('AMQP_URL', 'amqp://guest:guest@localhost:5672', ['amqp:', 'amqps:'])!,
+    amqpPrefix: reader.string('AMQP_PREFIX', ''),
+    eventRetentionMs: reader.duration('EVENT_RETENTION', '30d'),
+  };
+  reader.done();
+  return Object.freeze(config);
+}

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '@trips/db';
+import type { Settings } from '@trips/settings';
 import type { Io } from './output.ts';
 
 export type Env = Record<string, string | undefined>;
@@ -9,6 +10,8 @@ export interface Context {
   io: Io;
   env: Env;
   db(): Kysely<Database>;
+  /** The owners' settings module, acting as the platform team; reads AMQP_* and EVENT_RETENTION on first use. */
+  settings(): Settings;
 }
 
 export const JSON_OPTION = ['--json', 'print the result as JSON on stdout'] as const;

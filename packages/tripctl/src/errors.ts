@@ -1,4 +1,5 @@
 import { ConfigError } from '@trips/runtime';
+import { SettingsError } from '@trips/settings';
 
 /** 2: the command line or the environment is wrong; 1: the command ran and could not do its job. */
 export type ExitCode = 1 | 2;
@@ -60,6 +61,10 @@ const CONNECT_CODES = new Set([
 export function toCliError(error: unknown, databaseUrl: string | undefined): CliError {
   if (error instanceof CliError) return error;
   if (error instanceof ConfigError) return usageError(error.message);
+  // The settings module's refusals: bad input is the caller's to fix (2), the rest operational (1).
+  if (error instanceof SettingsError) {
+    return error.code === 'invalid' ? usageError(error.message) : failure(error.message);
+  }
   const where = databaseUrl ? describeDatabase(databaseUrl) : 'the database';
   const e = (error ?? {}) as PgLikeError & { message?: string };
   // Node reports a refused localhost connection as an AggregateError (one per address family).

@@ -1,13 +1,14 @@
 import type { Command } from 'commander';
 import { createApiKey, revokeApiKey } from '@trips/db';
+import { PLATFORM } from '@trips/settings';
 import { requireAgency } from './agency.ts';
 import { idOf, parseName, parseScopes, SCOPES } from './args.ts';
 import { JSON_OPTION, type Context } from './context.ts';
-import { failure } from './errors.ts';
+import { failure, usageError } from './errors.ts';
 import { printResult } from './output.ts';
 
 export function registerKey(program: Command, ctx: Context): void {
-  const key = program.command('key').description('create and revoke API keys');
+  const key = program.command('key').description('create, list, rescope and revoke API keys');
 
   key
     .command('create')
@@ -57,5 +58,43 @@ export function registerKey(program: Command, ctx: Context): void {
       printResult(ctx.io, opts.json, { id, revoked: true }, [
         `Revoked key ${id}: calls with it now get 401 unauthorized.`,
       ]);
+    });
+
+  key
+    .command('list')
+    .description("an agency's keys: prefix, scopes, created, last used, revoked (never the key)")
+    .requiredOption('--agency <id>', 'the agency id (agy_…)', idOf('agy', 'an agency'))
+    .option(...JSON_OPTION)
+    .action(async (opts: { agency: string; json?: boolean }) => {
+      const keys = await ctx.settings().listKeys(PLATFORM, opts.agency);
+      const time = (d: Date | null) => (d ? d.toISOString() : 'never');
+      printResult(
+        ctx.io,
+        opts.json,
+        { agency_id: opts.agency, keys },
+        keys.length === 0
+          ? [`Agency ${opts.agency} has no keys.`]
+          : keys.map(
+              (k) =>
+                `${k.id}  ${k.prefix}…  ${k.revoked_at ? `revoked ${k.revoked_at.toISOString()}` : 'active'}  ` +
+                `scopes ${k.scopes.join(',')}  created ${k.created_at.toISOString()}  last used ${time(k.last_used_at)}` +
+                (k.name ? `  "${k.name}"` : ''),
+            ),
+      );
+    });
+
+  key
+    .command('scopes')
+    .description('add scopes to a key or remove them (a key keeps at least one)')
+    .argument('<id>', 'the key id (key_…)', idOf('key', 'a key'))
+    .option('--add <list>', `comma-separated scopes to add, from ${SCOPES.join(', ')}`, parseScopes)
+    .option('--remove <list>', 'comma-separated scopes to remove', parseScopes)
+    .option(...JSON_OPTION)
+    .action(async (id: string, opts: { add?: string[]; remove?: string[]; json?: boolean }) => {
+      if (!opts.add && !opts.remove) throw usageError('nothing to change: give --add or --remove.');
+      const settings = ctx.settings();
+      let updated = opts.add ? await settings.addKeyScopes(PLATFORM, id, opts.add) : undefined;
+      if (opts.remove) updated = await settings.removeKeyScopes(PLATFORM, id, opts.remove);
+      printResult(ctx.io, opts.json, updated!, [`Key ${id} now has scopes ${updated!.scopes.join(', ')}.`]);
     });
 }

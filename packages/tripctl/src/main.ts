@@ -4,5 +4,6 @@ import { run } from './program.ts';
 process.exitCode = await run(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
+  stdin: process.stdin,
   env: process.env,
 });

@@ -1,7 +1,9 @@
 /** Where a command writes; process.stdout/stderr in main.ts, string buffers in tests. */
 export interface Io {
   stdout: { write(text: string): unknown };
-  stderr: { write(text: string): unknown };
+  stderr: { write(text: string): unknown; isTTY?: boolean };
+  /** Where `user set-password` reads the password; a TTY gets a prompt without echo. */
+  stdin?: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
 }
 
 /**

@@ -1,8 +1,9 @@
 import { Command, CommanderError } from 'commander';
 import type { Kysely } from 'kysely';
 import { createDb, type Database } from '@trips/db';
+import { createSettings, type Settings } from '@trips/settings';
 import { registerAgency } from './agency.ts';
-import { readConfig } from './config.ts';
+import { readBrokerConfig, readConfig } from './config.ts';
 import type { Context, Env } from './context.ts';
 import { registerDemo } from './demo.ts';
 import { toCliError } from './errors.ts';
@@ -52,8 +53,9 @@ export async function run(argv: string[], options: RunOptions): Promise<number> 
   const env = options.env ?? process.env;
   let db: Kysely<Database> | undefined;
   let databaseUrl: string | undefined;
+  let settings: Settings | undefined;
   const ctx: Context = {
-    io: { stdout: options.stdout, stderr: options.stderr },
+    io: { stdout: options.stdout, stderr: options.stderr, stdin: options.stdin },
     env,
     db() {
       if (!db) {
@@ -61,6 +63,13 @@ export async function run(argv: string[], options: RunOptions): Promise<number> 
         db = createDb(databaseUrl, { max: 2, applicationName: 'tripctl' });
       }
       return db;
+    },
+    settings() {
+      if (!settings) {
+        const broker = readBrokerConfig(env);
+        settings = createSettings({ db: ctx.db(), ...broker });
+      }
+      return settings;
     },
   };
   try {

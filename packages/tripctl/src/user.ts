@@ -1,9 +1,11 @@
 import { Option, type Command } from 'commander';
 import { createUser, type UserRole } from '@trips/db';
+import { PLATFORM } from '@trips/settings';
 import { requireAgency } from './agency.ts';
 import { idOf, parseEmail, ROLES } from './args.ts';
 import { JSON_OPTION, type Context } from './context.ts';
-import { failure } from './errors.ts';
+import { failure, usageError } from './errors.ts';
+import { readPassword } from './password-input.ts';
 import { printResult } from './output.ts';
 
 export function registerUser(program: Command, ctx: Context): void {
@@ -31,6 +33,24 @@ export function registerUser(program: Command, ctx: Context): void {
       });
       printResult(ctx.io, opts.json, created, [
         `Created ${created.role} ${created.id} <${created.email}> in agency ${agency.id} "${agency.name}".`,
+      ]);
+    });
+
+  user
+    .command('set-password')
+    .description(
+      "set a user's password for the settings page, read from stdin or a prompt (never an argument)",
+    )
+    .requiredOption('--user <email or id>', 'the user, by e-mail or id (usr_…)')
+    .option(...JSON_OPTION)
+    .action(async (opts: { user: string; json?: boolean }) => {
+      const settings = ctx.settings();
+      const found = await settings.findUser(opts.user.trim());
+      const password = await readPassword(ctx.io, `New password for ${found.email}: `);
+      if (password === '') throw usageError('no password given on stdin.');
+      const updated = await settings.setPassword(PLATFORM, found.id, password);
+      printResult(ctx.io, opts.json, { ...updated, password_set: true }, [
+        `Set the password of ${updated.role} ${updated.id} <${updated.email}>.`,
       ]);
     });
 }

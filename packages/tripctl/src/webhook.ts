@@ -10,7 +10,10 @@ import {
   type WebhookAttemptRow,
   type WebhookRow,
 } from '@trips/db';
+import { parseDuration } from '@trips/runtime';
+import { PLATFORM } from '@trips/settings';
 import { requireAgency } from './agency.ts';
+import { progressReporter } from './progress.ts';
 import { idOf } from './args.ts';
 import { JSON_OPTION, type Context } from './context.ts';
 import { failure, usageError } from './errors.ts';
@@ -277,4 +280,106 @@ export function registerWebhook(program: Command, ctx: Context): void {
         human,
       );
     });
+
+  // ---- Through the owners' settings module: checked, validated and audited as 'platform' ----
+
+  webhook
+    .command('update')
+    .description("change a webhook's URL, event types or description")
+    .usage('--id <id> [--url <url>] [--events <list>] [--description <text>] [--json]')
+    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .option('--url <url>', 'the new https URL', parseWebhookUrl)
+    .option('--events <list>', 'the new comma-separated event types, or all', parseEventTypes)
+    .option('--description <text>', 'a new note for the owners', parseDescription)
+    .option(...JSON_OPTION)
+    .action(
+      async (opts: { id: string; url?: string; events?: string[]; description?: string; json?: boolean }) => {
+        if (opts.url === undefined && opts.events === undefined && opts.description === undefined) {
+          throw usageError('nothing to change: give --url, --events or --description.');
+        }
+        const updated = await ctx.settings().updateWebhook(PLATFORM, opts.id, {
+          url: opts.url,
+          eventTypes: opts.events,
+          description: opts.description,
+        });
+        printResult(ctx.io, opts.json, updated, [
+          `Updated webhook ${updated.id}, state ${updated.state}:`,
+          `  url: ${updated.url}`,
+          `  events: ${updated.events.join(', ')}`,
+        ]);
+      },
+    );
+
+  webhook
+    .command('rotate-secret')
+    .description('a new signing secret, printed once; the old one keeps signing for the overlap')
+    .usage('--id <id> [--overlap <duration>] [--json]')
+    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .option(
+      '--overlap <duration>',
+      'how long the old secret keeps signing, e.g. 24h, 30m, 0s (at most 7d)',
+      parseOverlap,
+      24 * 3600_000,
+    )
+    .option(...JSON_OPTION)
+    .action(async (opts: { id: string; overlap: number; json?: boolean }) => {
+      const rotated = await ctx.settings().rotateSecret(PLATFORM, opts.id, { overlapMs: opts.overlap });
+      printResult(ctx.io, opts.json, rotated, [
+        `Rotated the secret of webhook ${rotated.webhook_id}; the previous secret signs until ${rotated.previous_secrets_expire_at.toISOString()}.`,
+        'The new signing secret will not be shown again; store it now:',
+        rotated.secret,
+      ]);
+    });
+
+  webhook
+    .command('test')
+    .description('queue a test delivery (an evt_test_… event about a placeholder object) to one webhook')
+    .usage('--id <id> [--json]')
+    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .option(...JSON_OPTION)
+    .action(async (opts: { id: string; json?: boolean }) => {
+      const sent = await ctx.settings().sendTestEvent(PLATFORM, opts.id);
+      printResult(ctx.io, opts.json, sent, [
+        `Queued test event ${sent.event.id} (${sent.event.type}) for webhook ${sent.webhook_id}; see 'tripctl webhook attempts --id ${sent.webhook_id}'.`,
+      ]);
+    });
+
+  webhook
+    .command('redeliver')
+    .description(
+      "queue again the agency's events of the webhook's types since a time (within EVENT_RETENTION)",
+    )
+    .usage('--id <id> --since <time> [--json]')
+    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .requiredOption('--since <time>', 'an ISO 8601 time, or a duration ago such as 6h or 2d', parseSince)
+    .option(...JSON_OPTION)
+    .action(async (opts: { id: string; since: Date; json?: boolean }) => {
+      const progress = progressReporter(ctx.io.stderr, 'redelivered');
+      const result = await ctx
+        .settings()
+        .redeliver(PLATFORM, opts.id, { since: opts.since, onProgress: progress.update })
+        .finally(progress.end);
+      printResult(ctx.io, opts.json, result, [
+        `Queued ${result.events} event${result.events === 1 ? '' : 's'} since ${result.since.toISOString()} for webhook ${result.webhook_id}.`,
+      ]);
+    });
+}
+
+export function parseOverlap(value: string): number {
+  try {
+    return parseDuration(value.trim());
+  } catch {
+    throw new InvalidArgumentError(`'${value}' is not a duration such as 24h, 30m or 0s.`);
+  }
+}
+
+/** An ISO 8601 time, or a duration before now. */
+export function parseSince(value: string): Date {
+  const text = value.trim();
+  if (/^\d+(ms|s|m|h|d)$/.test(text)) return new Date(Date.now() - parseOverlap(text));
+  const time = /^\d{4}-\d{2}-\d{2}/.test(text) ? new Date(text) : new Date(NaN);
+  if (Number.isNaN(time.getTime())) {
+    throw new InvalidArgumentError(`'${value}' is not an ISO 8601 time or a duration such as 6h.`);
+  }
+  return time;
 }
