@@ -55,6 +55,8 @@ describe('each Dockerfile follows the image policy', () => {
       'packages/contracts',
       'packages/db',
       'packages/runtime',
+      'packages/settings',
+      'services/dispatcher',
     ]);
   });
 });
