@@ -6,9 +6,11 @@ import { fileURLToPath } from 'node:url';
 import { createAgency, createApiKey } from '@trips/db';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import {
+  cleanup,
   cpuMicros,
   fmt,
   median,
+  onCleanup,
   paced,
   saturate,
   startChild,
@@ -77,18 +79,9 @@ interface Target {
   headers: Record<string, string>;
 }
 
-// Cleanup runs once, whether the run ends, fails or is interrupted.
-const cleanups: (() => Promise<void>)[] = [];
-let cleaning: Promise<void> | undefined;
-const cleanup = () =>
-  (cleaning ??= (async () => {
-    for (const step of cleanups.reverse()) await step().catch((error) => console.error(error));
-  })());
-process.on('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-
 async function main() {
   const t = await createTestDatabase();
-  cleanups.push(() => t.drop());
+  onCleanup(() => t.drop());
   const { agencyId, key, tripIds } = await seed(t.db);
   let next = 0;
   const nextPath = () => `/api/v1/trips/${tripIds[next++ % tripIds.length]}`;
@@ -111,7 +104,7 @@ async function main() {
       },
       '/healthz',
     );
-    cleanups.push(() => server.stop());
+    onCleanup(() => server.stop());
     const headers: Record<string, string> = auth ? { authorization: `Bearer ${key}` } : {};
     return { label, server, headers };
   };

@@ -29,7 +29,7 @@ import {
   warnings,
   type Child,
 } from './dispatcher-procs.ts';
-import { fmt, freePort, percentile, table } from './lib.ts';
+import { cleanup, fmt, freePort, onCleanup, percentile, table } from './lib.ts';
 
 /** In-flight deliveries of the bare loop, and DISPATCHER_PREFETCH = DISPATCHER_ENDPOINT_CONCURRENCY of ours. */
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 20);
@@ -71,24 +71,15 @@ interface Snapshot {
   counts: Record<string, number>;
 }
 
-// Cleanup runs once, whether the run ends, fails or is interrupted.
-const cleanups: (() => Promise<unknown>)[] = [];
-let cleaning: Promise<void> | undefined;
-const cleanup = () =>
-  (cleaning ??= (async () => {
-    for (const step of cleanups.reverse()) await step().catch((error) => console.error(error));
-  })());
-process.on('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-
 async function main() {
   const loadBefore = os.loadavg();
   const ca = await createTestCa();
   const t = await createTestDatabase();
-  cleanups.push(() => t.drop());
+  onCleanup(() => t.drop());
   const prefix = randomAmqpPrefix();
   // The default delays (WEBHOOK_RETRY_DELAYS and DISPATCHER_BUSY_DELAY), as the dispatchers here run.
   const names = topology(prefix, readConfig({}).policy.queueDelaysMs);
-  cleanups.push(() =>
+  onCleanup(() =>
     deleteAmqpObjects({
       queues: queueNames(names),
       exchanges: [names.eventsExchange],
@@ -96,7 +87,7 @@ async function main() {
   );
 
   const receiver = startChild('receiver', RECEIVER, { BENCH_TLS_KEY: ca.key, BENCH_TLS_CERT: ca.cert }, true);
-  cleanups.push(() => receiver.stop());
+  onCleanup(() => receiver.stop());
   const { port } = await receiver.next<{ port: number }>((m) => m.ready === true);
   const base = `https://127.0.0.1:${port}`;
   const snapshot = () => receiver.request<Snapshot>({ op: 'snapshot' });
@@ -139,7 +130,7 @@ async function main() {
 
   // Events are published as the recorder publishes them (services/recorder/src/publisher.ts).
   const conn = await amqplib.connect(amqpUrl);
-  cleanups.push(() => conn.close().catch(() => {}));
+  onCleanup(() => conn.close().catch(() => {}));
   const ch = await conn.createConfirmChannel();
   let eventCounter = 0;
   const publishEvent = (agencyId: string) => {
@@ -214,7 +205,7 @@ async function main() {
       DISPATCHER_PREFETCH: String(CONCURRENCY),
       DISPATCHER_ENDPOINT_CONCURRENCY: String(CONCURRENCY),
     });
-    cleanups.push(() => ours.stop());
+    onCleanup(() => ours.stop());
     const bare = startChild(
       'bare',
       BARE,
@@ -226,7 +217,7 @@ async function main() {
       },
       true,
     );
-    cleanups.push(() => bare.stop());
+    onCleanup(() => bare.stop());
     await bare.next((m) => m.ready === true);
 
     // CPU of every process involved, over the measured windows only, per delivery: where the
@@ -351,7 +342,7 @@ async function main() {
     // WEBHOOK_TIMEOUT 10s, WEBHOOK_RETRY_DELAYS from 1m (deferred deliveries come back after this
     // part is over, and are purged before the next).
     const iso = await startDispatcher('dispatcher-isolation', {});
-    cleanups.push(() => iso.stop());
+    onCleanup(() => iso.stop());
     const hangPath = isoPaths.at(-1)!;
     const healthyPaths = isoPaths.slice(0, -1);
     const isoRound = async (hanging: boolean) => {
@@ -420,17 +411,17 @@ async function main() {
       ...serviceEnv,
       RECORDER_HEALTH_PORT: String(recorderHealth),
     });
-    cleanups.push(() => recorder.stop());
+    onCleanup(() => recorder.stop());
     await waitReady(recorder, `http://127.0.0.1:${recorderHealth}/readyz`);
     const e2e = await startDispatcher('dispatcher-e2e', {});
-    cleanups.push(() => e2e.stop());
+    onCleanup(() => e2e.stop());
 
     // The host application's writes: one trip per INSERT (its own transaction), started on an
     // even schedule whatever the earlier ones are doing, over 4 connections. Commit time is when
     // the INSERT's answer arrived, a little after the commit itself (in our favour by one loopback
     // round trip).
     const writer = createDb(t.url, { max: 4, applicationName: 'bench-writer' });
-    cleanups.push(() => writer.destroy());
+    onCleanup(() => writer.destroy());
     const committed = new Map<string, number>();
     let writeFailures = 0;
     const total = (E2E_WARMUP_SECONDS + E2E_SECONDS) * E2E_RATE;

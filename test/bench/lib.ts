@@ -145,6 +145,22 @@ export function table(header: string[], rows: string[][]): string {
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
+// Cleanup runs once, in reverse order of registration, whether the run ends, fails or is interrupted.
+const cleanups: (() => Promise<unknown>)[] = [];
+let cleaning: Promise<void> | undefined;
+
+/** Registers a step for `cleanup()`: a database to drop, a child to stop, queues to delete. */
+export function onCleanup(step: () => Promise<unknown>): void {
+  cleanups.push(step);
+}
+
+export function cleanup(): Promise<void> {
+  return (cleaning ??= (async () => {
+    for (const step of cleanups.reverse()) await step().catch((error) => console.error(error));
+  })());
+}
+process.on('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+
 /** A port that was free a moment ago; children get it in their environment. */
 export async function freePort(): Promise<number> {
   const server = createServer();

@@ -4,3 +4,4 @@ export * from './amqp.ts';
 export { createTestCa, type TestCa } from './tls.ts';
 export { startReceiver, type TestReceiver, type ReceivedRequest, type Answer } from './receiver.ts';
 export { startSmtp, type TestSmtp, type ReceivedMail } from './smtp.ts';
+export { LogCapture } from './logs.ts';

@@ -11,7 +11,7 @@ import {
   type WebhookRow,
 } from '@trips/db';
 import { parseDuration } from '@trips/runtime';
-import { PLATFORM } from '@trips/settings';
+import { PLATFORM, webhookView } from '@trips/settings';
 import { requireAgency } from './agency.ts';
 import { progressReporter } from './progress.ts';
 import { idOf } from './args.ts';
@@ -88,25 +88,6 @@ export function parseLimit(value: string): number {
     throw new InvalidArgumentError(`'${value}' is not a whole number from 1 to ${MAX_ATTEMPTS_LIMIT}.`);
   }
   return limit;
-}
-
-/** What tripctl shows of a webhook. The secrets live in another table and are never read here. */
-function webhookJson(w: WebhookRow) {
-  return {
-    id: w.id,
-    agency_id: w.agency_id,
-    url: w.url,
-    events: w.event_types,
-    description: w.description,
-    state: webhookState(w),
-    failing_since: w.failing_since,
-    disabled_at: w.disabled_at,
-    last_success_at: w.last_success_at,
-    last_failure_at: w.last_failure_at,
-    last_error: w.last_error,
-    created_at: w.created_at,
-    updated_at: w.updated_at,
-  };
 }
 
 const time = (d: Date | null, none: string) => (d ? d.toISOString() : none);
@@ -197,7 +178,7 @@ export function registerWebhook(program: Command, ctx: Context): void {
           eventTypes: opts.events,
           description: opts.description ?? null,
         });
-        printResult(ctx.io, opts.json, { ...webhookJson(created), secret }, [
+        printResult(ctx.io, opts.json, { ...webhookView(created), secret }, [
           `Created webhook ${created.id} for agency ${agency.id} "${agency.name}", state ${webhookState(created)}:`,
           `  url: ${created.url}`,
           `  events: ${created.event_types.join(', ')}`,
@@ -223,7 +204,7 @@ export function registerWebhook(program: Command, ctx: Context): void {
               `Agency ${agency.id} "${agency.name}" has ${webhooks.length} webhook${webhooks.length > 1 ? 's' : ''}:`,
               ...webhooks.flatMap(webhookLines),
             ];
-      printResult(ctx.io, opts.json, { agency_id: agency.id, webhooks: webhooks.map(webhookJson) }, human);
+      printResult(ctx.io, opts.json, { agency_id: agency.id, webhooks: webhooks.map(webhookView) }, human);
     });
 
   webhook
@@ -235,7 +216,7 @@ export function registerWebhook(program: Command, ctx: Context): void {
     .action(async (opts: { id: string; json?: boolean }) => {
       const updated = await setWebhookEnabled(ctx.db(), opts.id, false);
       if (!updated) throw failure(`no webhook ${opts.id}.`);
-      printResult(ctx.io, opts.json, webhookJson(updated), [
+      printResult(ctx.io, opts.json, webhookView(updated), [
         `Webhook ${updated.id} is ${webhookState(updated).replace('_', ' ')}: nothing more is delivered to ${updated.url}.`,
         `Switch it back on with 'tripctl webhook enable --id ${updated.id}'.`,
       ]);
@@ -250,7 +231,7 @@ export function registerWebhook(program: Command, ctx: Context): void {
     .action(async (opts: { id: string; json?: boolean }) => {
       const updated = await setWebhookEnabled(ctx.db(), opts.id, true);
       if (!updated) throw failure(`no webhook ${opts.id}.`);
-      printResult(ctx.io, opts.json, webhookJson(updated), [
+      printResult(ctx.io, opts.json, webhookView(updated), [
         `Webhook ${updated.id} is ${webhookState(updated)}: new events are delivered to ${updated.url}.`,
         'Events recorded while it was off are not redelivered; read them with GET /events.',
       ]);

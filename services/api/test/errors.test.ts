@@ -2,11 +2,11 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { assertValid } from '@trips/contracts';
 import { createDb } from '@trips/db';
-import { createTestDatabase, type TestDatabase } from '@trips/testkit';
+import { createTestDatabase, LogCapture, type TestDatabase } from '@trips/testkit';
 import { createApp } from '../src/app.ts';
 import { CredentialsCache } from '../src/auth/credentials-cache.ts';
 import type { TokenBucketStore } from '../src/rate-limit/token-bucket.ts';
-import { agencyWithKey, client, LogCapture, startTestApi, type Fixture } from './support.ts';
+import { agencyWithKey, client, startTestApi, type Fixture } from './support.ts';
 
 let t: TestDatabase;
 let api: Awaited<ReturnType<typeof startTestApi>>;

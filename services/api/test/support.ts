@@ -1,27 +1,8 @@
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import type { Kysely } from 'kysely';
 import { createAgency, createApiKey, type Database } from '@trips/db';
-import type { TestDatabase } from '@trips/testkit';
+import { LogCapture, type TestDatabase } from '@trips/testkit';
 import { loadConfig } from '../src/config.ts';
 import { startApi, type RunningApi } from '../src/server.ts';
-
-/** Everything the API logged, so a test can assert what never appears in a log line. */
-export class LogCapture {
-  readonly lines: string[] = [];
-  readonly logger = pino(
-    { level: 'debug', redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } },
-    new Writable({
-      write: (chunk: Buffer, _enc, done) => {
-        this.lines.push(chunk.toString());
-        done();
-      },
-    }),
-  );
-  text(): string {
-    return this.lines.join('');
-  }
-}
 
 export async function startTestApi(t: TestDatabase, env: Record<string, string> = {}) {
   const logs = new LogCapture();

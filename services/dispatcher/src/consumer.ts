@@ -10,6 +10,15 @@ export interface Publisher {
   publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish): Promise<void>;
 }
 
+/** A message's JSON body, or undefined when it is not JSON (the handler then parks it). */
+export function parseContent(message: ConsumeMessage): unknown {
+  try {
+    return JSON.parse(message.content.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
 /** The longest pause before a message whose handling failed goes back to its queue. */
 const MAX_PAUSE_MS = 30_000;
 

@@ -3,10 +3,9 @@ import { isValid, type DeliveryMessage } from '@trips/contracts';
 import type { DeliveryTarget } from '@trips/db';
 import type { Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
-import type { Disposition, Publisher } from './consumer.ts';
+import { parseContent, type Disposition, type Publisher } from './consumer.ts';
 import type { AttemptResult, Sender } from './delivery.ts';
 import type { DeferReason, Endpoints } from './endpoints.ts';
-import { parse } from './fan-out.ts';
 import { nextRetry } from './schedule.ts';
 import type { DeliveryStore } from './store.ts';
 import type { Topology } from './topology.ts';
@@ -100,7 +99,7 @@ export function delivererHandler(deps: DelivererDeps) {
   };
 
   return async (message: ConsumeMessage, publisher: Publisher): Promise<Disposition> => {
-    const delivery = parse(message.content);
+    const delivery = parseContent(message);
     if (!isValid('DeliveryMessage', delivery)) {
       logger.error({ messageId: message.properties.messageId }, 'malformed delivery message parked');
       return 'park';

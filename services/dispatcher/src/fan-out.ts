@@ -1,7 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import { isValid, type DeliveryMessage } from '@trips/contracts';
 import type { Logger } from '@trips/runtime';
-import type { Disposition, Publisher } from './consumer.ts';
+import { parseContent, type Disposition, type Publisher } from './consumer.ts';
 import type { DeliveryStore } from './store.ts';
 import type { Topology } from './topology.ts';
 
@@ -14,7 +14,7 @@ import type { Topology } from './topology.ts';
 export function fanOutHandler(deps: { store: DeliveryStore; topology: Topology; logger: Logger }) {
   const { store, topology, logger } = deps;
   return async (message: ConsumeMessage, publisher: Publisher): Promise<Disposition> => {
-    const body = parse(message.content);
+    const body = parseContent(message);
     if (!isValid('EventMessage', body)) {
       logger.error({ messageId: message.properties.messageId }, 'malformed event message parked');
       return 'park';
@@ -42,12 +42,4 @@ export function fanOutHandler(deps: { store: DeliveryStore; topology: Topology; 
     logger.debug({ eventId: event.id, type: event.type, webhooks: webhooks.length }, 'event fanned out');
     return 'ack';
   };
-}
-
-export function parse(content: Buffer): unknown {
-  try {
-    return JSON.parse(content.toString('utf8'));
-  } catch {
-    return undefined;
-  }
 }

@@ -1,7 +1,7 @@
 import { insertOwnerNotices } from '@trips/db';
-import { createTestDatabase, startSmtp, type TestDatabase } from '@trips/testkit';
+import { createTestDatabase, LogCapture, startSmtp, type TestDatabase } from '@trips/testkit';
 import { Mailer } from '../src/mailer.ts';
-import { agencyWithOwners, LogCapture, webhookFor } from './support.ts';
+import { agencyWithOwners, webhookFor } from './support.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {

@@ -1,14 +1,13 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { Writable } from 'node:stream';
 import amqplib from 'amqplib';
 import type { Kysely } from 'kysely';
-import pino from 'pino';
 import { eventRecord, type Event, type EventType, type EventMessage } from '@trips/contracts';
 import { createAgency, createUser, createWebhook, type Database } from '@trips/db';
 import {
   amqpUrl,
   createTestDatabase,
   deleteAmqpObjects,
+  LogCapture,
   randomAmqpPrefix,
   type TestDatabase,
   type ReceivedRequest,
@@ -22,23 +21,6 @@ import {
   type DispatcherService,
   type Outcome,
 } from '../src/index.ts';
-
-/** Collects a service's log lines so tests can read them (and check nothing secret is in them). */
-export class LogCapture {
-  readonly lines: string[] = [];
-  readonly logger = pino(
-    { level: 'debug' },
-    new Writable({
-      write: (chunk: Buffer, _enc, done) => {
-        this.lines.push(chunk.toString());
-        done();
-      },
-    }),
-  );
-  text(): string {
-    return this.lines.join('');
-  }
-}
 
 export interface TestDispatcher {
   db: Kysely<Database>;

@@ -34,21 +34,7 @@ export async function createWebhook(
   db: Kysely<Database>,
   input: { agencyId: string; url: string; eventTypes: string[]; description?: string | null },
 ): Promise<CreatedWebhook> {
-  const secret = generateWebhookSecret();
-  return db.transaction().execute(async (trx) => {
-    const webhook = await trx
-      .insertInto('webhooks')
-      .values({
-        agency_id: input.agencyId,
-        url: input.url,
-        event_types: [...new Set(input.eventTypes)],
-        description: input.description ?? null,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    await trx.insertInto('webhook_secrets').values({ webhook_id: webhook.id, secret }).execute();
-    return { webhook, secret };
-  });
+  return db.transaction().execute((trx) => insertWebhookWithSecret(trx, input));
 }
 
 export async function listWebhooks(db: Db, agencyId: string): Promise<WebhookRow[]> {
@@ -364,8 +350,8 @@ export async function markNoticeFailed(trx: Db, id: number, error: string): Prom
 // ---- The owners' settings module (packages/settings) ----
 
 /**
- * createWebhook inside the caller's transaction, so the settings module writes its audit row with
- * it. Callers validate the URL and types first.
+ * Creates a webhook with its first secret inside the caller's transaction (the settings module
+ * writes its audit row in the same one). Callers validate the URL and types first.
  */
 export async function insertWebhookWithSecret(
   trx: Transaction<Database>,
