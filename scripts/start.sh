@@ -17,8 +17,10 @@ pnpm --silent tripctl migrate
 seed=$(pnpm --silent tripctl demo seed --base-url "http://localhost:${PORT}" --json)
 field() { node -e 'process.stdout.write(String(JSON.parse(process.argv[1])[process.argv[2]]))' "$1" "$2"; }
 agency=$(field "$seed" agency_id)
+receiver_url="https://localhost:${receiver_port}/webhooks"
+node scripts/retire-demo-webhooks.ts "$receiver_url"
 webhook=$(pnpm --silent tripctl webhook create --agency "$agency" --events all --json \
-  --url "https://localhost:${receiver_port}/webhooks" --description "demo receiver")
+  --url "$receiver_url" --description "demo receiver")
 
 pids=()
 stop() {
