@@ -14,3 +14,4 @@ export * from './repositories/groups.ts';
 export * from './repositories/webhooks.ts';
 export * from './repositories/read-queries.ts';
 export * from './repositories/audit.ts';
+export * from './repositories/sessions.ts';

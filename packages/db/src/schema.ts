@@ -134,6 +134,8 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   owner_notices: OwnerNoticesTable;
   audit_log: AuditLogTable;
+  owner_sessions: OwnerSessionsTable;
+  sign_in_failures: SignInFailuresTable;
 }
 
 export type Agency = Selectable<AgenciesTable>;
@@ -275,3 +277,17 @@ export interface AuditLogTable {
 }
 
 export type AuditLogRow = Selectable<AuditLogTable>;
+
+export interface OwnerSessionsTable {
+  token_hash: string;
+  user_id: string;
+  csrf_token: string;
+  created_at: Timestamp;
+  expires_at: Date;
+}
+
+export interface SignInFailuresTable {
+  key: string;
+  failures: number;
+  window_started_at: Date;
+}

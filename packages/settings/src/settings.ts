@@ -4,6 +4,7 @@ import { EVENT_TYPES, eventRecord, ID_PREFIXES, isEventType, TRIP_STATUSES } fro
 import type { DeliveryMessage, EventSource } from '@trips/contracts';
 import {
   countEventsForRedelivery,
+  deleteSessionsOf,
   eventsForRedelivery,
   findAgency,
   generateApiKey,
@@ -521,6 +522,8 @@ export function createSettings(options: SettingsOptions) {
           .set({ password_hash: passwordHash })
           .where('id', '=', userId)
           .execute();
+        // A new password signs the user out of every settings-page session.
+        await deleteSessionsOf(trx, userId);
         await audit(trx, who, user.agency_id, 'user.password_set', 'user', userId);
         return { id: user.id, agency_id: user.agency_id, email: user.email, role: user.role };
       });

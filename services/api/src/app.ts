@@ -14,6 +14,7 @@ import { KNOWN_PATHS, readApiRouter } from './routes/read-api.ts';
 import { docsRouter } from './routes/docs.ts';
 import { eventsRouter } from './routes/events.ts';
 import { probesRouter } from './routes/system.ts';
+import { settingsPageRouter, type SettingsPageOptions } from './settings-page/router.ts';
 
 export interface ApiDependencies {
   db: Kysely<Database>;
@@ -25,6 +26,10 @@ export interface ApiDependencies {
   eventRetentionMs: number;
   /** Records each request's latency (GET /metrics on the metrics port). */
   observeRequest?: ObserveRequest;
+  /** Express' "trust proxy": whose X-Forwarded-For/-Proto to believe (API_TRUST_PROXY). */
+  trustProxy?: string;
+  /** The owners' settings page at /settings; without it, /settings is not served. */
+  settingsPage?: SettingsPageOptions;
 }
 
 /**
@@ -37,10 +42,12 @@ export function createApp(deps: ApiDependencies): Express {
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('query parser', 'simple');
+  if (deps.trustProxy) app.set('trust proxy', deps.trustProxy);
 
   app.use(assignRequestId, accessLog(deps.logger, deps.observeRequest));
   app.use(probesRouter(deps.db));
   app.use(docsRouter());
+  if (deps.settingsPage) app.use(settingsPageRouter(deps.db, deps.logger, deps.settingsPage));
 
   const api = Router();
   api.use(rememberMount);

@@ -21,6 +21,24 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     keyCacheTtlMs: env.duration('API_KEY_CACHE_TTL', '60s'),
     eventRetentionMs: env.duration('EVENT_RETENTION', '30d'),
     shutdownDeadlineMs: env.duration('API_SHUTDOWN_DEADLINE', '20s'),
+    /**
+     * Which proxies in front of the API to believe for the client's address and scheme (Express'
+     * "trust proxy"): by default those on private networks, as a Kubernetes ingress is.
+     */
+    trustProxy: env.string('API_TRUST_PROXY', 'loopback, linklocal, uniquelocal'),
+    /** The owners' settings page at /settings (issue 5). */
+    settings: {
+      /** The dispatcher's broker and prefix, for test events and redelivery. */
+      amqpUrl: env.url('AMQP_URL', 'amqp://guest:guest@localhost:5672', ['amqp:', 'amqps:'])!,
+      amqpPrefix: env.string('AMQP_PREFIX', ''),
+      /** As the dispatcher's: webhook URLs on private addresses are refused unless true (D7). */
+      allowPrivateNetworks: env.bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+      sessionTtlMs: env.duration('SETTINGS_SESSION_TTL', '12h'),
+      /** Failed sign-ins allowed per e-mail, and per client address, in each window. */
+      signInFailuresPerEmail: env.int('SETTINGS_SIGN_IN_FAILURES_PER_EMAIL', 5, { min: 1 }),
+      signInFailuresPerAddress: env.int('SETTINGS_SIGN_IN_FAILURES_PER_ADDRESS', 50, { min: 1 }),
+      signInWindowMs: env.duration('SETTINGS_SIGN_IN_WINDOW', '15m'),
+    },
   };
   env.check(
     ['redis', 'postgres'].includes(config.rateLimit.store),

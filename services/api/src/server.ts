@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createDb, findKeyCredentials } from '@trips/db';
+import { createSettings } from '@trips/settings';
 import { createMetricsRegistry, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { createApp } from './app.ts';
 import { AuthChangeListener, CredentialsCache } from './auth/credentials-cache.ts';
@@ -42,6 +43,12 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
     rateLimits,
     eventRetentionMs: config.eventRetentionMs,
     observeRequest: requestMetrics(registry),
+    trustProxy: config.trustProxy,
+    settingsPage: {
+      ...config.settings,
+      eventRetentionMs: config.eventRetentionMs,
+      settings: createSettings({ db, ...config.settings, eventRetentionMs: config.eventRetentionMs }),
+    },
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, (error?: Error) => (error ? reject(error) : resolve(s)));

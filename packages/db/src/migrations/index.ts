@@ -5,6 +5,7 @@ import * as eventCapture from './0003_event_capture.ts';
 import * as rateLimitBuckets from './0004_rate_limit_buckets.ts';
 import * as webhooks from './0005_webhooks.ts';
 import * as ownerActions from './0006_owner_actions.ts';
+import * as ownerSessions from './0007_owner_sessions.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -17,6 +18,7 @@ export const migrations: Record<string, Migration> = {
   '0004_rate_limit_buckets': rateLimitBuckets,
   '0005_webhooks': webhooks,
   '0006_owner_actions': ownerActions,
+  '0007_owner_sessions': ownerSessions,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

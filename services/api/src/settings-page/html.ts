@@ -1,0 +1,50 @@
+/** HTML that is already safe to send: only `html` and `raw` make one. */
+export class SafeHtml {
+  readonly value: string;
+  constructor(value: string) {
+    this.value = value;
+  }
+  toString(): string {
+    return this.value;
+  }
+}
+
+const ENTITIES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ENTITIES[c]!);
+}
+
+type Part = SafeHtml | string | number | boolean | null | undefined | Part[];
+
+function render(part: Part): string {
+  if (part === null || part === undefined || part === false) return '';
+  if (part instanceof SafeHtml) return part.value;
+  if (Array.isArray(part)) return part.map(render).join('');
+  return escapeHtml(String(part));
+}
+
+/**
+ * The only way pages are written: every interpolated value is escaped unless it is itself
+ * `html`, so a webhook description or URL can never become markup (no XSS by construction).
+ */
+export function html(strings: TemplateStringsArray, ...parts: Part[]): SafeHtml {
+  let out = strings[0]!;
+  parts.forEach((part, i) => {
+    out += render(part) + strings[i + 1]!;
+  });
+  return new SafeHtml(out);
+}
+
+/** A time for people, in UTC, inside a machine-readable <time>. */
+export function time(value: Date | null | undefined, empty = '—'): SafeHtml {
+  if (!value) return html`${empty}`;
+  const iso = value.toISOString();
+  return html`<time datetime="${iso}">${iso.slice(0, 19).replace('T', ' ')} UTC</time>`;
+}
