@@ -5,3 +5,4 @@ export { createTestCa, type TestCa } from './tls.ts';
 export { startReceiver, type TestReceiver, type ReceivedRequest, type Answer } from './receiver.ts';
 export { startSmtp, type TestSmtp, type ReceivedMail } from './smtp.ts';
 export { LogCapture } from './logs.ts';
+export { verifySignature } from './signature.ts';

@@ -10,13 +10,14 @@ import {
   randomAmqpPrefix,
   startReceiver,
   stopBroker,
+  verifySignature,
   waitFor,
   type TestCa,
   type TestDatabase,
   type TestReceiver,
 } from '@trips/testkit';
 import { queueNames, topology } from '../src/index.ts';
-import { agencyWithOwners, makeEvent, verifySignature, webhookFor } from './support.ts';
+import { agencyWithOwners, makeEvent, webhookFor } from './support.ts';
 
 // The dispatcher as its own process, killed with SIGKILL mid-delivery and cut off by a RabbitMQ
 // restart: every event still reaches the webhook at least once. Serial: it restarts the broker.

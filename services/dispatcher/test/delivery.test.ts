@@ -1,12 +1,18 @@
 import { sql } from 'kysely';
 import { generateWebhookSecret, listWebhookAttempts } from '@trips/db';
-import { createTestCa, startReceiver, waitFor, type TestCa, type TestReceiver } from '@trips/testkit';
+import {
+  createTestCa,
+  startReceiver,
+  verifySignature,
+  waitFor,
+  type TestCa,
+  type TestReceiver,
+} from '@trips/testkit';
 import { USER_AGENT } from '../src/index.ts';
 import {
   agencyWithOwners,
   makeEvent,
   startTestDispatcher,
-  verifySignature,
   webhookFor,
   type TestDispatcher,
 } from './support.ts';

@@ -1,4 +1,3 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import amqplib from 'amqplib';
 import type { Kysely } from 'kysely';
 import { eventRecord, type Event, type EventType, type EventMessage } from '@trips/contracts';
@@ -10,7 +9,6 @@ import {
   LogCapture,
   randomAmqpPrefix,
   type TestDatabase,
-  type ReceivedRequest,
 } from '@trips/testkit';
 import {
   queueNames,
@@ -148,22 +146,4 @@ export async function webhookFor(
 ) {
   const { webhook, secret } = await createWebhook(db, { agencyId, url, eventTypes });
   return { id: webhook.id, secret };
-}
-
-/**
- * Verifies a delivery's signature the way docs/webhooks.md tells receivers to, independently of
- * the dispatcher's code: HMAC-SHA256 over `<t>.<raw body>` with the whole secret as the key.
- */
-export function verifySignature(request: ReceivedRequest, secret: string, toleranceSeconds = 300): boolean {
-  const header = String(request.headers['service-signature'] ?? '');
-  const parts = header.split(',').map((part) => part.split('=') as [string, string]);
-  const t = parts.find(([k]) => k === 't')?.[1];
-  if (!t || Math.abs(Date.now() / 1000 - Number(t)) > toleranceSeconds) return false;
-  const expected = createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${t}.${request.body}`).digest();
-  return parts
-    .filter(([k]) => k === 'v1')
-    .some(([, v]) => {
-      const given = Buffer.from(v, 'hex');
-      return given.length === expected.length && timingSafeEqual(given, expected);
-    });
 }
