@@ -6,3 +6,11 @@ export { startReceiver, type TestReceiver, type ReceivedRequest, type Answer } f
 export { startSmtp, type TestSmtp, type ReceivedMail } from './smtp.ts';
 export { LogCapture } from './logs.ts';
 export { verifySignature } from './signature.ts';
+export {
+  createActivity,
+  type Activity,
+  type ActivityOptions,
+  type CommittedChange,
+  type ExpectedEvent,
+  type ObjectRef,
+} from './activity.ts';
