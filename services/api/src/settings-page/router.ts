@@ -56,6 +56,18 @@ const SECURITY_HEADERS = {
   'X-Frame-Options': 'DENY',
 };
 
+/** '30 days', '36 hours', '90 minutes': how an owner reads EVENT_RETENTION. */
+function describeDuration(ms: number): string {
+  const [unit, size] =
+    ms % 86_400_000 === 0
+      ? ['day', 86_400_000]
+      : ms % 3_600_000 === 0
+        ? ['hour', 3_600_000]
+        : ['minute', 60_000];
+  const n = Math.max(1, Math.round(ms / (size as number)));
+  return `${n} ${unit}${n === 1 ? '' : 's'}`;
+}
+
 const fields = (value: unknown): string[] =>
   (Array.isArray(value) ? value : value === undefined ? [] : [value]).filter(
     (v): v is string => typeof v === 'string',
@@ -77,7 +89,7 @@ export function settingsPageRouter(
 ): Router {
   const { settings } = options;
   const sessions = new Sessions(db, options.sessionTtlMs);
-  const retentionHours = Math.round(options.eventRetentionMs / 3600_000);
+  const retention = describeDuration(options.eventRetentionMs);
   const router = Router();
 
   router.use('/settings', (_req, res, next) => {
@@ -197,7 +209,7 @@ export function settingsPageRouter(
         webhookPage(res.locals.user, {
           webhook,
           attempts,
-          retentionHours,
+          retention,
           draft,
           notice: notice(req),
           ...banner,

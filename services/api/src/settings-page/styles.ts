@@ -16,6 +16,7 @@ h1 { font-size: 1.6rem; margin: 0 0 1rem; }
 h2 { font-size: 1.25rem; margin: 2rem 0 .75rem; }
 h3 { font-size: 1.05rem; margin: 1.25rem 0 .5rem; }
 section.card { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.25rem; margin-bottom: 1.5rem; }
+section.card > h2:first-child { margin-top: 0; }
 table { width: 100%; border-collapse: collapse; font-size: .95rem; }
 caption { text-align: left; color: var(--muted); padding-bottom: .25rem; }
 th, td { text-align: left; vertical-align: top; padding: .5rem .5rem; border-bottom: 1px solid var(--line); }

@@ -296,7 +296,8 @@ export function webhookPage(
   input: {
     webhook: WebhookView & { secrets: { created_at: Date; expires_at: Date | null }[] };
     attempts: WebhookAttemptRow[];
-    retentionHours: number;
+    /** EVENT_RETENTION, e.g. '30 days'. */
+    retention: string;
     draft?: WebhookDraft;
   } & Banner,
 ): string {
@@ -387,8 +388,7 @@ export function webhookPage(
                 ${csrfField(user)}
                 <label for="since">Send again every event since (UTC)</label>
                 <p class="hint" id="since-hint">
-                  Within the last ${input.retentionHours} hours; your endpoint ignores events it already has
-                  by their id.
+                  Within the last ${input.retention}; your endpoint ignores events it already has by their id.
                 </p>
                 <input id="since" name="since" type="datetime-local" required aria-describedby="since-hint" />
                 <div class="actions"><button type="submit" class="secondary">Redeliver</button></div>

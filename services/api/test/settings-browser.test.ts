@@ -1,0 +1,256 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import {
+  readConfig,
+  startDispatcherService,
+  topology,
+  queueNames,
+  type DispatcherService,
+} from '@trips/dispatcher';
+import {
+  amqpUrl,
+  createTestCa,
+  createTestDatabase,
+  deleteAmqpObjects,
+  LogCapture,
+  randomAmqpPrefix,
+  startReceiver,
+  verifySignature,
+  waitFor,
+  type TestDatabase,
+  type TestReceiver,
+} from '@trips/testkit';
+import { agencyWithPeople, PASSWORD, type People } from './settings-support.ts';
+import { startTestApi } from './support.ts';
+
+// The settings page in a real browser (Debian's Chromium through playwright-core), against the
+// real API, dispatcher, RabbitMQ and Postgres, delivering to a local HTTPS receiver. The tests run
+// in order as one owner's session: sign in, create a key and a webhook, see a delivery in the log,
+// rotate the secret, switch a failing webhook back on; then a planner is refused. Screenshots go to
+// test/artifacts/settings/.
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SHOTS = join(import.meta.dirname, '../../../test/artifacts/settings');
+const WINDOW = '3s';
+
+let t: TestDatabase;
+let api: Awaited<ReturnType<typeof startTestApi>>;
+let dispatcher: DispatcherService;
+let receiver: TestReceiver;
+let browser: Browser;
+let page: Page;
+let people: People;
+const prefix = randomAmqpPrefix();
+let webhookId = '';
+let firstSecret = '';
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  t = await createTestDatabase();
+  const ca = await createTestCa();
+  receiver = await startReceiver(ca);
+  const config = readConfig({
+    DATABASE_URL: t.url,
+    AMQP_URL: amqpUrl,
+    AMQP_PREFIX: prefix,
+    DISPATCHER_HEALTH_PORT: '0',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_CA_FILE: ca.caFile,
+    WEBHOOK_RETRY_DELAYS: '1s',
+    WEBHOOK_FAILURE_WINDOW: WINDOW,
+    WEBHOOK_TIMEOUT: '2s',
+    DISPATCHER_STOP_TIMEOUT: '5s',
+  });
+  dispatcher = await startDispatcherService(config, new LogCapture().logger);
+  api = await startTestApi(t, { AMQP_PREFIX: prefix, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+  people = await agencyWithPeople(t.db, 'Fairway Tours');
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--no-first-run',
+    ],
+  });
+  page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await api?.stop();
+  await dispatcher?.stop();
+  await receiver?.close();
+  const names = topology(prefix, [1000]);
+  await deleteAmqpObjects({ queues: queueNames(names), exchanges: [names.eventsExchange] });
+  await t?.drop();
+});
+
+const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+
+/** Every visible form control has a label a screen reader announces. */
+async function expectAllControlsLabelled() {
+  const unlabelled = await page.$$eval('input:not([type=hidden]), select, textarea', (controls) =>
+    controls
+      .filter(
+        (c) =>
+          (c as unknown as { labels: { length: number } }).labels.length === 0 &&
+          !c.getAttribute('aria-label'),
+      )
+      .map((c) => c.outerHTML),
+  );
+  expect(unlabelled).toEqual([]);
+}
+
+/** Reloads the page until `text` shows (the page has no script; an owner reloads too). */
+async function reloadUntil(text: string, what: string) {
+  await waitFor(
+    async () => {
+      await page.reload();
+      return (await page.getByText(text, { exact: true }).count()) > 0 ? true : null;
+    },
+    { timeoutMs: 30_000, intervalMs: 500, what },
+  );
+}
+
+test('an owner signs in with the keyboard alone', async () => {
+  await page.goto(`${api.url}/settings`);
+  expect(page.url()).toBe(`${api.url}/settings/sign-in`);
+  await shot('01-sign-in');
+  await page.getByLabel('E-mail').focus();
+  await page.keyboard.type(people.owner.email);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(PASSWORD);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'API settings', level: 1 }).waitFor();
+  expect(page.url()).toBe(`${api.url}/settings`);
+  await expect(page.getByText('Fairway Tours').first().isVisible()).resolves.toBe(true);
+  await expectAllControlsLabelled();
+  await shot('02-overview-empty');
+}, 30_000);
+
+test('the owner creates a key, shown once, that works on the API', async () => {
+  const create = page.locator('form[action="/settings/keys"]');
+  await create.getByLabel('Name').fill('Booking sync');
+  await create.getByRole('group', { name: 'Scopes' }).getByLabel('events:read').check();
+  await create.getByRole('button', { name: 'Create key' }).click();
+  await page.getByRole('heading', { name: 'Your new API key' }).waitFor();
+  const key = (await page.locator('output').textContent())!.trim();
+  await shot('03-key-shown-once');
+  const events = await fetch(`${api.url}/api/v1/events`, { headers: { authorization: `Bearer ${key}` } });
+  expect(events.status).toBe(200);
+
+  await page.getByRole('link', { name: 'I have copied it, go back' }).click();
+  const row = page.getByRole('row', { name: /Booking sync/ });
+  await expect(row.isVisible()).resolves.toBe(true);
+  expect(await page.content()).not.toContain(key);
+}, 30_000);
+
+test('the owner adds a webhook, sends a test event and sees the delivery in the log', async () => {
+  await page.getByLabel('Endpoint URL').fill(receiver.url);
+  await page.getByLabel('Description').fill('Our CRM');
+  const events = page.getByRole('group', { name: 'Events to send' });
+  await events.getByLabel('trip.created').check();
+  await events.getByLabel('trip.status_changed').check();
+  await page.getByRole('button', { name: 'Add webhook' }).click();
+  await page.getByRole('heading', { name: 'Your new webhook' }).waitFor();
+  firstSecret = (await page.locator('output').textContent())!.trim();
+  await shot('04-webhook-secret-shown-once');
+  await page.getByRole('link', { name: 'I have copied it, go back' }).click();
+  webhookId = page.url().split('/').pop()!;
+  expect(webhookId).toMatch(/^whk_/);
+  await expectAllControlsLabelled();
+
+  await page.getByRole('button', { name: 'Send a test event' }).click();
+  await expect(page.getByRole('status').textContent()).resolves.toContain('A test event is on its way');
+  const request = await waitFor(() => receiver.requests[0] ?? null, {
+    timeoutMs: 15_000,
+    what: 'the test delivery',
+  });
+  expect(verifySignature(request, firstSecret)).toBe(true);
+  expect(JSON.parse(request.body)).toMatchObject({
+    object: 'event',
+    type: 'trip.created',
+    id: expect.stringMatching(/^evt_test_/),
+  });
+
+  await reloadUntil('Delivered', 'the delivery in the log');
+  const logRow = page.getByRole('row', { name: /Delivered/ });
+  await expect(logRow.textContent()).resolves.toMatch(/trip\.created[\s\S]*evt_test_[\s\S]*200/);
+  await shot('05-delivery-log');
+}, 60_000);
+
+test('the owner rotates the secret: during the overlap each delivery is signed with both', async () => {
+  await expect(page.getByLabel('Keep the current secret signing for').inputValue()).resolves.toBe('86400');
+  await page.getByRole('button', { name: 'Rotate secret' }).click();
+  await page.getByRole('heading', { name: 'Your new signing secret' }).waitFor();
+  const newSecret = (await page.locator('output').textContent())!.trim();
+  expect(newSecret).not.toBe(firstSecret);
+  await shot('06-secret-rotated');
+  await page.getByRole('link', { name: 'I have copied it, go back' }).click();
+  await expect(page.getByText('signs until').count()).resolves.toBe(1);
+
+  const before = receiver.requests.length;
+  await page.getByRole('button', { name: 'Send a test event' }).click();
+  const request = await waitFor(() => receiver.requests[before] ?? null, {
+    timeoutMs: 15_000,
+    what: 'a delivery',
+  });
+  expect(String(request.headers['service-signature']).match(/v1=/g)).toHaveLength(2);
+  expect(verifySignature(request, firstSecret)).toBe(true);
+  expect(verifySignature(request, newSecret)).toBe(true);
+}, 60_000);
+
+test('a failing webhook is switched off after the window, and the owner switches it back on', async () => {
+  receiver.answer = () => ({ status: 500, body: 'down for maintenance' });
+  await page.getByRole('button', { name: 'Send a test event' }).click();
+  await reloadUntil('Switched off', 'the switch-off');
+  await expect(page.getByText('down for maintenance').count()).resolves.toBeGreaterThan(0);
+  await shot('07-switched-off');
+
+  receiver.answer = () => ({ status: 200, body: 'ok' });
+  await page.getByRole('button', { name: 'Switch back on' }).focus();
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('status').textContent()).resolves.toContain('The webhook is on again');
+  await expect(page.getByText('Active', { exact: true }).count()).resolves.toBe(1);
+  await shot('08-switched-back-on');
+  const row = await t.db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('id', '=', webhookId)
+    .executeTakeFirstOrThrow();
+  expect([row.disabled_at, row.failing_since]).toEqual([null, null]);
+  const audit = await t.db
+    .selectFrom('audit_log')
+    .select(['action', 'actor'])
+    .where('object_id', '=', webhookId)
+    .orderBy('id')
+    .execute();
+  expect(audit.map((a) => a.action)).toEqual([
+    'webhook.created',
+    'webhook.test_sent',
+    'webhook.secret_rotated',
+    'webhook.test_sent',
+    'webhook.test_sent',
+    'webhook.enabled',
+  ]);
+  expect(new Set(audit.map((a) => a.actor))).toEqual(new Set([people.owner.email]));
+}, 60_000);
+
+test('a planner signs in and is refused, in the browser too', async () => {
+  const context = await browser.newContext();
+  const planner = await context.newPage();
+  await planner.goto(`${api.url}/settings/sign-in`);
+  await planner.getByLabel('E-mail').fill(people.planner.email);
+  await planner.getByLabel('Password').fill(PASSWORD);
+  const [response] = await Promise.all([
+    planner.waitForResponse((r) => r.url() === `${api.url}/settings`),
+    planner.getByRole('button', { name: 'Sign in' }).click(),
+  ]);
+  expect(response.status()).toBe(403);
+  await planner.getByRole('heading', { name: 'Owners only' }).waitFor();
+  await planner.screenshot({ path: join(SHOTS, '09-planner-refused.png'), fullPage: true });
+  await context.close();
+}, 30_000);
