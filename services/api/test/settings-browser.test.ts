@@ -104,6 +104,14 @@ async function expectAllControlsLabelled() {
   expect(unlabelled).toEqual([]);
 }
 
+/** Presses a button of the webhook page and waits for the page its form redirects to. */
+async function press(button: string, notice: string) {
+  await Promise.all([
+    page.waitForURL(`**/settings/webhooks/${webhookId}?notice=${notice}`),
+    page.getByRole('button', { name: button }).click(),
+  ]);
+}
+
 /** Reloads the page until `text` shows (the page has no script; an owner reloads too). */
 async function reloadUntil(text: string, what: string) {
   await waitFor(
@@ -144,7 +152,7 @@ test('the owner creates a key, shown once, that works on the API', async () => {
 
   await page.getByRole('link', { name: 'I have copied it, go back' }).click();
   const row = page.getByRole('row', { name: /Booking sync/ });
-  await expect(row.isVisible()).resolves.toBe(true);
+  await row.waitFor();
   expect(await page.content()).not.toContain(key);
 }, 30_000);
 
@@ -159,11 +167,12 @@ test('the owner adds a webhook, sends a test event and sees the delivery in the 
   firstSecret = (await page.locator('output').textContent())!.trim();
   await shot('04-webhook-secret-shown-once');
   await page.getByRole('link', { name: 'I have copied it, go back' }).click();
+  await page.waitForURL(/\/settings\/webhooks\/whk_\w+$/);
   webhookId = page.url().split('/').pop()!;
   expect(webhookId).toMatch(/^whk_/);
   await expectAllControlsLabelled();
 
-  await page.getByRole('button', { name: 'Send a test event' }).click();
+  await press('Send a test event', 'test-sent');
   await expect(page.getByRole('status').textContent()).resolves.toContain('A test event is on its way');
   const request = await waitFor(() => receiver.requests[0] ?? null, {
     timeoutMs: 15_000,
@@ -190,10 +199,10 @@ test('the owner rotates the secret: during the overlap each delivery is signed w
   expect(newSecret).not.toBe(firstSecret);
   await shot('06-secret-rotated');
   await page.getByRole('link', { name: 'I have copied it, go back' }).click();
-  await expect(page.getByText('signs until').count()).resolves.toBe(1);
+  await page.getByText('signs until').waitFor();
 
   const before = receiver.requests.length;
-  await page.getByRole('button', { name: 'Send a test event' }).click();
+  await press('Send a test event', 'test-sent');
   const request = await waitFor(() => receiver.requests[before] ?? null, {
     timeoutMs: 15_000,
     what: 'a delivery',
@@ -205,14 +214,17 @@ test('the owner rotates the secret: during the overlap each delivery is signed w
 
 test('a failing webhook is switched off after the window, and the owner switches it back on', async () => {
   receiver.answer = () => ({ status: 500, body: 'down for maintenance' });
-  await page.getByRole('button', { name: 'Send a test event' }).click();
+  await press('Send a test event', 'test-sent');
   await reloadUntil('Switched off', 'the switch-off');
   await expect(page.getByText('down for maintenance').count()).resolves.toBeGreaterThan(0);
   await shot('07-switched-off');
 
   receiver.answer = () => ({ status: 200, body: 'ok' });
   await page.getByRole('button', { name: 'Switch back on' }).focus();
-  await page.keyboard.press('Enter');
+  await Promise.all([
+    page.waitForURL(`**/settings/webhooks/${webhookId}?notice=webhook-enabled`),
+    page.keyboard.press('Enter'),
+  ]);
   await expect(page.getByRole('status').textContent()).resolves.toContain('The webhook is on again');
   await expect(page.getByText('Active', { exact: true }).count()).resolves.toBe(1);
   await shot('08-switched-back-on');
