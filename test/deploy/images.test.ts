@@ -50,6 +50,8 @@ describe('each Dockerfile follows the image policy', () => {
       'packages/contracts',
       'packages/db',
       'packages/runtime',
+      'packages/settings',
+      'services/dispatcher',
     ]);
     expect(workspaceClosure('packages/tripctl')).toEqual([
       'packages/contracts',
