@@ -19,7 +19,8 @@ field() { node -e 'process.stdout.write(String(JSON.parse(process.argv[1])[proce
 agency=$(field "$seed" agency_id)
 receiver_url="https://localhost:${receiver_port}/webhooks"
 node scripts/retire-demo-webhooks.ts "$receiver_url"
-webhook=$(pnpm --silent tripctl webhook create --agency "$agency" --events all --json \
+# The demo receiver is on this machine: allow its loopback address (demo only, D7).
+webhook=$(WEBHOOK_ALLOW_PRIVATE_NETWORKS=true pnpm --silent tripctl webhook create --agency "$agency" --events all --json \
   --url "$receiver_url" --description "demo receiver")
 
 pids=()

@@ -8,5 +8,12 @@ export type {
   RedeliveryProgress,
 } from './settings.ts';
 export { SettingsError, type SettingsErrorCode } from './errors.ts';
-export { checkWebhookUrl, checkEventTypes, checkScopes } from './validate.ts';
+export {
+  checkWebhookUrl,
+  checkEventTypes,
+  checkScopes,
+  checkDescription,
+  MAX_URL_LENGTH,
+  MAX_DESCRIPTION_LENGTH,
+} from './validate.ts';
 export { hashPassword, verifyPassword, MIN_PASSWORD_LENGTH } from './passwords.ts';

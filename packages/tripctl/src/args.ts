@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import { SCOPES } from '@trips/contracts';
+import { checkScopes, SettingsError } from '@trips/settings';
 
 // Argument parsers for commander: a value they refuse becomes a usage error (exit 2) naming the
 // option, before any connection to the database is opened.
@@ -27,18 +28,22 @@ export function parseBoolean(value: string): boolean {
   throw new InvalidArgumentError(`'${value}' is not true or false.`);
 }
 
-export function parseScopes(value: string): string[] {
-  const scopes = [...new Set(value.split(',').map((s) => s.trim()))].filter((s) => s !== '');
-  if (scopes.length === 0) throw new InvalidArgumentError(`give at least one of ${SCOPES.join(', ')}.`);
-  const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
-  if (unknown.length > 0) {
-    const list = unknown.map((s) => `'${s}'`).join(', ');
-    throw new InvalidArgumentError(
-      `unknown scope${unknown.length > 1 ? 's' : ''} ${list}; known scopes: ${SCOPES.join(', ')}.`,
-    );
-  }
-  return scopes;
+/**
+ * A parser from one of the settings module's checks, so tripctl refuses exactly what the module
+ * (and the settings page) refuses, with the same words, before any connection is opened.
+ */
+export function fromCheck<T>(check: (value: string) => T): (value: string) => T {
+  return (value) => {
+    try {
+      return check(value);
+    } catch (error) {
+      if (error instanceof SettingsError) throw new InvalidArgumentError(error.message);
+      throw error;
+    }
+  };
 }
+
+export const parseScopes = fromCheck((value) => checkScopes(value.split(',')));
 
 /** The same shape the users table checks, so a typo is a usage error rather than a refused insert. */
 export function parseEmail(value: string): string {

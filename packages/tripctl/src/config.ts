@@ -29,15 +29,21 @@ export interface BrokerConfig {
   amqpUrl: string;
   amqpPrefix: string;
   eventRetentionMs: number;
+  /** Development only: accept webhook URLs on loopback or private addresses, as the dispatcher would (D7). */
+  allowPrivateNetworks: boolean;
 }
 
-/** What `webhook test|redeliver` need: the dispatcher's broker and prefix, and EVENT_RETENTION (D9). */
+/**
+ * What the settings module needs for the platform team: the dispatcher's broker and prefix (test,
+ * redeliver), EVENT_RETENTION and WEBHOOK_ALLOW_PRIVATE_NETWORKS (D9).
+ */
 export function readBrokerConfig(env: Env): Readonly<BrokerConfig> {
   const reader = new EnvReader(env);
   const config = {
     amqpUrl: reader.url('AMQP_URL', 'amqp://guest:guest@localhost:5672', ['amqp:', 'amqps:'])!,
     amqpPrefix: reader.string('AMQP_PREFIX', ''),
     eventRetentionMs: reader.duration('EVENT_RETENTION', '30d'),
+    allowPrivateNetworks: reader.bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
   };
   reader.done();
   return Object.freeze(config);

@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
-import { createApiKey, revokeApiKey } from '@trips/db';
 import { PLATFORM } from '@trips/settings';
 import { requireAgency } from './agency.ts';
 import { idOf, parseName, parseScopes, SCOPES } from './args.ts';
 import { JSON_OPTION, type Context } from './context.ts';
-import { failure, usageError } from './errors.ts';
+import { usageError } from './errors.ts';
 import { printResult } from './output.ts';
 
 export function registerKey(program: Command, ctx: Context): void {
@@ -19,7 +18,7 @@ export function registerKey(program: Command, ctx: Context): void {
     .option(...JSON_OPTION)
     .action(async (opts: { agency: string; scopes: string[]; name?: string; json?: boolean }) => {
       const agency = await requireAgency(ctx, opts.agency);
-      const created = await createApiKey(ctx.db(), {
+      const created = await ctx.settings().createKey(PLATFORM, {
         agencyId: agency.id,
         scopes: opts.scopes,
         name: opts.name ?? null,
@@ -41,7 +40,7 @@ export function registerKey(program: Command, ctx: Context): void {
         );
       }
       const label = opts.name ? ` "${opts.name}"` : '';
-      printResult(ctx.io, opts.json, { ...created, name: opts.name ?? null }, [
+      printResult(ctx.io, opts.json, created, [
         `Created key ${created.id}${label} for agency ${agency.id} "${agency.name}" with scopes ${created.scopes.join(', ')}.`,
         'This is the only time the key is shown; store it now:',
         created.key,
@@ -54,9 +53,11 @@ export function registerKey(program: Command, ctx: Context): void {
     .argument('<id>', 'the key id (key_…)', idOf('key', 'a key'))
     .option(...JSON_OPTION)
     .action(async (id: string, opts: { json?: boolean }) => {
-      if (!(await revokeApiKey(ctx.db(), id))) throw failure(`no key ${id}.`);
-      printResult(ctx.io, opts.json, { id, revoked: true }, [
-        `Revoked key ${id}: calls with it now get 401 unauthorized.`,
+      const revoked = await ctx.settings().revokeKey(PLATFORM, id);
+      printResult(ctx.io, opts.json, { ...revoked, revoked: true }, [
+        revoked.already_revoked
+          ? `Key ${id} was already revoked at ${revoked.revoked_at!.toISOString()}.`
+          : `Revoked key ${id}: calls with it now get 401 unauthorized.`,
       ]);
     });
 

@@ -1,86 +1,49 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { EVENT_TYPE_NAMES, isEventType } from '@trips/contracts';
-import {
-  createWebhook,
-  findWebhook,
-  listWebhookAttempts,
-  listWebhooks,
-  setWebhookEnabled,
-  webhookState,
-  type WebhookAttemptRow,
-  type WebhookRow,
-} from '@trips/db';
+import { EVENT_TYPE_NAMES } from '@trips/contracts';
+import type { WebhookAttemptRow } from '@trips/db';
 import { parseDuration } from '@trips/runtime';
-import { PLATFORM, webhookView } from '@trips/settings';
+import {
+  checkDescription,
+  checkEventTypes,
+  checkWebhookUrl,
+  MAX_DESCRIPTION_LENGTH,
+  MAX_URL_LENGTH,
+  PLATFORM,
+  SettingsError,
+  type WebhookView,
+} from '@trips/settings';
 import { requireAgency } from './agency.ts';
 import { progressReporter } from './progress.ts';
-import { idOf } from './args.ts';
+import { fromCheck, idOf } from './args.ts';
 import { JSON_OPTION, type Context } from './context.ts';
-import { failure, usageError } from './errors.ts';
+import { usageError } from './errors.ts';
 import { printResult } from './output.ts';
 
-// Webhooks from the platform team's side (issue 4, item 8; decisions.md D7), so one can be set up
-// before the owners' settings page exists, and an owner's switched-off webhook switched back on.
+// Webhooks from the platform team's side (decisions.md D7): every command goes through the owners'
+// settings module, so it is checked, validated and audited (as 'platform') like the settings page.
 
-/** The webhooks table refuses longer URLs (migration 0005); refuse them here first, naming the length. */
-export const MAX_URL_LENGTH = 2048;
-const MAX_DESCRIPTION_LENGTH = 500;
 const MAX_ATTEMPTS_LIMIT = 1000;
 
 /**
- * https only (D7), no credentials (they would be sent to whoever answers, and shown in every list),
- * at most 2048 characters. Answers the URL as WHATWG parses it, which is what the dispatcher will
- * call, so the scheme and host are lower case as the table's check expects.
+ * The settings module's URL check, but for private addresses, which the module refuses later
+ * unless WEBHOOK_ALLOW_PRIVATE_NETWORKS is set. Answers the URL as WHATWG parses it, which is what
+ * the dispatcher will call. A usage error that never repeats the URL: it may carry a password.
  */
 export function parseWebhookUrl(value: string): string {
-  let url: URL;
   try {
-    url = new URL(value.trim());
-  } catch {
-    throw new InvalidArgumentError(`'${value}' is not a URL.`);
+    return checkWebhookUrl(value, { allowPrivateNetworks: true });
+  } catch (error) {
+    if (error instanceof SettingsError) throw usageError(`option '--url <url>': ${error.message}`);
+    throw error;
   }
-  if (url.username !== '' || url.password !== '') {
-    // First, and not an InvalidArgumentError: commander would quote the value, password included.
-    throw usageError(
-      "option '--url <url>': a webhook URL must not carry credentials (user:password@); " +
-        'the signature authenticates deliveries.',
-    );
-  }
-  if (url.protocol !== 'https:') {
-    throw new InvalidArgumentError(`'${value}' is not an https URL; webhooks are delivered over https only.`);
-  }
-  if (url.href.length > MAX_URL_LENGTH) {
-    throw new InvalidArgumentError(
-      `a webhook URL has at most ${MAX_URL_LENGTH} characters; this one has ${url.href.length}.`,
-    );
-  }
-  return url.href;
 }
 
 /** Comma-separated event types from the catalogue, or `all` for every one of them. */
-export function parseEventTypes(value: string): string[] {
-  if (value.trim() === 'all') return [...EVENT_TYPE_NAMES];
-  const types = [...new Set(value.split(',').map((s) => s.trim()))].filter((s) => s !== '');
-  if (types.length === 0) {
-    throw new InvalidArgumentError(`give at least one of ${EVENT_TYPE_NAMES.join(', ')}, or all.`);
-  }
-  const unknown = types.filter((s) => !isEventType(s));
-  if (unknown.length > 0) {
-    const list = unknown.map((s) => `'${s}'`).join(', ');
-    throw new InvalidArgumentError(
-      `unknown event type${unknown.length > 1 ? 's' : ''} ${list}; known event types: ${EVENT_TYPE_NAMES.join(', ')}.`,
-    );
-  }
-  return types;
-}
+export const parseEventTypes = fromCheck((value) =>
+  value.trim() === 'all' ? [...EVENT_TYPE_NAMES] : checkEventTypes(value.split(',')),
+);
 
-export function parseDescription(value: string): string {
-  const description = value.trim();
-  if (description.length < 1 || description.length > MAX_DESCRIPTION_LENGTH) {
-    throw new InvalidArgumentError(`a description has 1 to ${MAX_DESCRIPTION_LENGTH} characters.`);
-  }
-  return description;
-}
+export const parseDescription = fromCheck((value) => checkDescription(value)!);
 
 export function parseLimit(value: string): number {
   const limit = /^\d+$/.test(value.trim()) ? Number(value.trim()) : NaN;
@@ -92,17 +55,18 @@ export function parseLimit(value: string): number {
 
 const time = (d: Date | null, none: string) => (d ? d.toISOString() : none);
 
-function webhookLines(w: WebhookRow): string[] {
-  const state = webhookState(w);
+function webhookLines(w: WebhookView): string[] {
   const health = [`last success ${time(w.last_success_at, 'never')}`];
   if (w.failing_since) health.unshift(`failing since ${time(w.failing_since, '')}`);
   if (w.disabled_at) {
-    health.unshift(`${state === 'switched_off' ? 'switched off' : 'disabled'} at ${time(w.disabled_at, '')}`);
+    health.unshift(
+      `${w.state === 'switched_off' ? 'switched off' : 'disabled'} at ${time(w.disabled_at, '')}`,
+    );
   }
   health.push(`last error ${w.last_error ?? 'none'}`);
   return [
-    `${w.id}  ${state}  ${w.url}`,
-    `  events: ${w.event_types.join(', ')}`,
+    `${w.id}  ${w.state}  ${w.url}`,
+    `  events: ${w.events.join(', ')}`,
     ...(w.description ? [`  description: ${w.description}`] : []),
     `  ${health.join(', ')}`,
   ];
@@ -127,12 +91,6 @@ function attemptLine(a: WebhookAttemptRow): string {
     .filter((s) => s !== null)
     .join(' ');
   return `${a.attempted_at.toISOString()}  ${a.event_id}  ${a.event_type}  #${a.attempt}  ${outcome}  ${a.duration_ms} ms`;
-}
-
-async function requireWebhook(ctx: Context, id: string): Promise<WebhookRow> {
-  const webhook = await findWebhook(ctx.db(), id);
-  if (!webhook) throw failure(`no webhook ${id}.`);
-  return webhook;
 }
 
 const webhookId = () => idOf('whk', 'a webhook');
@@ -172,16 +130,16 @@ export function registerWebhook(program: Command, ctx: Context): void {
         json?: boolean;
       }) => {
         const agency = await requireAgency(ctx, opts.agency);
-        const { webhook: created, secret } = await createWebhook(ctx.db(), {
+        const { webhook: created, secret } = await ctx.settings().createWebhook(PLATFORM, {
           agencyId: agency.id,
           url: opts.url,
           eventTypes: opts.events,
           description: opts.description ?? null,
         });
-        printResult(ctx.io, opts.json, { ...webhookView(created), secret }, [
-          `Created webhook ${created.id} for agency ${agency.id} "${agency.name}", state ${webhookState(created)}:`,
+        printResult(ctx.io, opts.json, { ...created, secret }, [
+          `Created webhook ${created.id} for agency ${agency.id} "${agency.name}", state ${created.state}:`,
           `  url: ${created.url}`,
-          `  events: ${created.event_types.join(', ')}`,
+          `  events: ${created.events.join(', ')}`,
           'Its signing secret will not be shown again; store it now:',
           secret,
         ]);
@@ -196,7 +154,7 @@ export function registerWebhook(program: Command, ctx: Context): void {
     .option(...JSON_OPTION)
     .action(async (opts: { agency: string; json?: boolean }) => {
       const agency = await requireAgency(ctx, opts.agency);
-      const webhooks = await listWebhooks(ctx.db(), agency.id);
+      const webhooks = await ctx.settings().listWebhooks(PLATFORM, agency.id);
       const human =
         webhooks.length === 0
           ? [`Agency ${agency.id} "${agency.name}" has no webhooks.`]
@@ -204,7 +162,7 @@ export function registerWebhook(program: Command, ctx: Context): void {
               `Agency ${agency.id} "${agency.name}" has ${webhooks.length} webhook${webhooks.length > 1 ? 's' : ''}:`,
               ...webhooks.flatMap(webhookLines),
             ];
-      printResult(ctx.io, opts.json, { agency_id: agency.id, webhooks: webhooks.map(webhookView) }, human);
+      printResult(ctx.io, opts.json, { agency_id: agency.id, webhooks }, human);
     });
 
   webhook
@@ -214,10 +172,9 @@ export function registerWebhook(program: Command, ctx: Context): void {
     .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
     .option(...JSON_OPTION)
     .action(async (opts: { id: string; json?: boolean }) => {
-      const updated = await setWebhookEnabled(ctx.db(), opts.id, false);
-      if (!updated) throw failure(`no webhook ${opts.id}.`);
-      printResult(ctx.io, opts.json, webhookView(updated), [
-        `Webhook ${updated.id} is ${webhookState(updated).replace('_', ' ')}: nothing more is delivered to ${updated.url}.`,
+      const updated = await ctx.settings().setWebhookEnabled(PLATFORM, opts.id, false);
+      printResult(ctx.io, opts.json, updated, [
+        `Webhook ${updated.id} is ${updated.state.replace('_', ' ')}: nothing more is delivered to ${updated.url}.`,
         `Switch it back on with 'tripctl webhook enable --id ${updated.id}'.`,
       ]);
     });
@@ -229,10 +186,9 @@ export function registerWebhook(program: Command, ctx: Context): void {
     .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
     .option(...JSON_OPTION)
     .action(async (opts: { id: string; json?: boolean }) => {
-      const updated = await setWebhookEnabled(ctx.db(), opts.id, true);
-      if (!updated) throw failure(`no webhook ${opts.id}.`);
-      printResult(ctx.io, opts.json, webhookView(updated), [
-        `Webhook ${updated.id} is ${webhookState(updated)}: new events are delivered to ${updated.url}.`,
+      const updated = await ctx.settings().setWebhookEnabled(PLATFORM, opts.id, true);
+      printResult(ctx.io, opts.json, updated, [
+        `Webhook ${updated.id} is ${updated.state}: new events are delivered to ${updated.url}.`,
         'Events recorded while it was off are not redelivered; read them with GET /events.',
       ]);
     });
@@ -245,8 +201,7 @@ export function registerWebhook(program: Command, ctx: Context): void {
     .option('--limit <n>', `how many, from 1 to ${MAX_ATTEMPTS_LIMIT}`, parseLimit, 50)
     .option(...JSON_OPTION)
     .action(async (opts: { id: string; limit: number; json?: boolean }) => {
-      const found = await requireWebhook(ctx, opts.id);
-      const attempts = await listWebhookAttempts(ctx.db(), found.id, opts.limit);
+      const { webhook: found, attempts } = await ctx.settings().listAttempts(PLATFORM, opts.id, opts.limit);
       const human =
         attempts.length === 0
           ? [`No delivery attempts recorded for webhook ${found.id} (${found.url}).`]
@@ -257,12 +212,10 @@ export function registerWebhook(program: Command, ctx: Context): void {
       printResult(
         ctx.io,
         opts.json,
-        { webhook_id: found.id, state: webhookState(found), attempts: attempts.map(attemptJson) },
+        { webhook_id: found.id, state: found.state, attempts: attempts.map(attemptJson) },
         human,
       );
     });
-
-  // ---- Through the owners' settings module: checked, validated and audited as 'platform' ----
 
   webhook
     .command('update')

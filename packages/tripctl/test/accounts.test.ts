@@ -186,13 +186,17 @@ describe('key revoke', () => {
     );
     expect((await keyRow(id)).revoked_at).toBeNull();
 
-    expect(await cliJson(['key', 'revoke', id], env)).toEqual({ id, revoked: true });
+    expect(await cliJson(['key', 'revoke', id], env)).toMatchObject({
+      id,
+      revoked: true,
+      already_revoked: false,
+    });
     const first = (await keyRow(id)).revoked_at;
     expect(first).toBeInstanceOf(Date);
 
     const again = await cli(['key', 'revoke', id], env);
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(new RegExp(`Revoked key ${id}`));
+    expect(again.stdout).toMatch(new RegExp(`Key ${id} was already revoked at `));
     expect((await keyRow(id)).revoked_at).toEqual(first);
   });
 

@@ -22,7 +22,7 @@ describe('a bad or missing argument exits 2 with a message naming it, before tou
     [
       'an empty scope list',
       ['key', 'create', '--agency', agency, '--scopes', ' , '],
-      /--scopes.*at least one of/,
+      /--scopes.*at least one scope of/,
     ],
     ['a missing --scopes', ['key', 'create', '--agency', agency], /required option '--scopes <list>'/],
     [

@@ -99,6 +99,7 @@ test('webhook update, rotate-secret (both sign during the overlap), test: done a
 
   const audit = await auditOf(agency);
   expect(audit.map((r) => [r.action, r.actor, r.actor_user_id])).toEqual([
+    ['webhook.created', 'platform', null],
     ['webhook.updated', 'platform', null],
     ['webhook.secret_rotated', 'platform', null],
     ['webhook.secret_rotated', 'platform', null],
@@ -111,7 +112,7 @@ test('webhook update refuses a private address (exit 2) and changes nothing', as
   const result = await cli(['webhook', 'update', '--id', webhook.id, '--url', 'https://192.168.1.10/'], env);
   expect(result.code).toBe(2);
   expect(result.stderr).toMatch(/private or local/);
-  expect(await auditOf(agency)).toEqual([]);
+  expect((await auditOf(agency)).map((r) => r.action)).toEqual(['webhook.created']);
 });
 
 test('webhook redeliver: plain counts off a terminal, the events arrive; outside retention refused', async () => {
@@ -134,7 +135,7 @@ test('webhook redeliver: plain counts off a terminal, the events arrive; outside
   const old = await cli(['webhook', 'redeliver', '--id', webhook.id, '--since', '3d', '--json'], env);
   expect(old.code).toBe(2);
   expect(old.stderr).toMatch(/retention/);
-  expect((await auditOf(agency)).map((r) => r.action)).toEqual(['webhook.redelivered']);
+  expect((await auditOf(agency)).map((r) => r.action)).toEqual(['webhook.created', 'webhook.redelivered']);
 });
 
 test('on a terminal, redeliver draws a progress bar on stderr', async () => {
@@ -175,6 +176,8 @@ test('key list and key scopes --add/--remove, audited; unknown scope exits 2', a
   expect(listed.stdout).not.toContain(key.key);
   expect((await cli(['key', 'scopes', key.id, '--add', 'admin'], env)).code).toBe(2);
   expect((await auditOf(agency)).map((r) => r.action)).toEqual([
+    'webhook.created',
+    'api_key.created',
     'api_key.scopes_added',
     'api_key.scopes_removed',
   ]);
@@ -204,7 +207,7 @@ test('user set-password reads stdin, stores scrypt, never prints or audits the p
   expect(await verifyPassword('correct horse battery', row.password_hash!)).toBe(true);
   expect(stdout).not.toContain('horse');
   expect(JSON.stringify(await auditOf(agency))).not.toContain('horse');
-  expect((await auditOf(agency)).map((r) => r.action)).toEqual(['user.password_set']);
+  expect((await auditOf(agency)).map((r) => r.action)).toEqual(['webhook.created', 'user.password_set']);
   const help = await cli(['user', 'set-password', '--help'], env);
   expect(help.stdout).not.toMatch(/--password/);
 });
