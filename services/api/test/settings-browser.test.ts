@@ -1,6 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { ensureEventPartitions } from '@trips/db';
 import {
   readConfig,
   startDispatcherService,
@@ -251,6 +253,26 @@ test('a failing webhook is switched off after the window, and the owner switches
   expect(new Set(audit.map((a) => a.actor))).toEqual(new Set([people.owner.email]));
 }, 60_000);
 
+test('the owner redelivers the events recorded since a time', async () => {
+  await ensureEventPartitions(t.db, new Date(Date.now() - 86_400_000), 3);
+  const recorded = await sql<{ id: string }>`
+    INSERT INTO events (seq, id, agency_id, type, object_type, object_id, data, created_at)
+    VALUES (nextval('events_seq'), gen_id('evt'), ${people.agencyId}, 'trip.status_changed', 'trip', 'trp_A',
+            '{"from": "planning", "to": "confirmed"}'::jsonb, now() - interval '30 minutes')
+    RETURNING id`.execute(t.db);
+  const eventId = recorded.rows[0]!.id;
+  const since = new Date(Date.now() - 3600_000).toISOString().slice(0, 16);
+  await page.getByLabel('Send again every event since (UTC)').fill(since);
+  await press('Redeliver', 'redelivered');
+  const request = await waitFor(() => receiver.requests.find((r) => r.body.includes(eventId)) ?? null, {
+    timeoutMs: 15_000,
+    what: 'the redelivered event',
+  });
+  expect(JSON.parse(request.body)).toMatchObject({ id: eventId, type: 'trip.status_changed' });
+  await reloadUntil(eventId, 'the redelivery in the log');
+  await shot('09-redelivered');
+}, 60_000);
+
 test('a planner signs in and is refused, in the browser too', async () => {
   const context = await browser.newContext();
   const planner = await context.newPage();
@@ -263,6 +285,6 @@ test('a planner signs in and is refused, in the browser too', async () => {
   ]);
   expect(response.status()).toBe(403);
   await planner.getByRole('heading', { name: 'Owners only' }).waitFor();
-  await planner.screenshot({ path: join(SHOTS, '09-planner-refused.png'), fullPage: true });
+  await planner.screenshot({ path: join(SHOTS, '10-planner-refused.png'), fullPage: true });
   await context.close();
 }, 30_000);

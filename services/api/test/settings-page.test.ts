@@ -299,3 +299,79 @@ test('a body too large or not a form is a clear 4xx, never a 500', async () => {
   expect(big.status).toBe(413);
   expect(big.body).toContain('The form could not be read');
 });
+
+test('an owner changes a webhook, switches it off and on; the forms keep what was typed when refused', async () => {
+  const owner = new FormClient(api.url);
+  await owner.signIn(a.owner.email);
+  await owner.get('/settings');
+  const created = await owner.post('/settings/webhooks', {
+    url: 'https://crm.example/hooks',
+    events: 'trip.created',
+  });
+  const id = /href="\/settings\/webhooks\/(whk_\w+)"/.exec(created.body)![1]!;
+  await owner.get(`/settings/webhooks/${id}`);
+
+  const changed = await owner.post(`/settings/webhooks/${id}`, {
+    url: 'https://crm.example/v2/hooks',
+    events: ['trip.created', 'payment.paid'],
+    description: 'CRM v2',
+  });
+  expect(changed.headers.get('location')).toBe(`/settings/webhooks/${id}?notice=webhook-updated`);
+  const refused = await owner.post(`/settings/webhooks/${id}`, {
+    url: 'http://crm.example/v3',
+    events: 'trip.created',
+  });
+  expect(refused.status).toBe(400);
+  expect(refused.body).toContain('value="http://crm.example/v3"');
+
+  expect((await owner.post(`/settings/webhooks/${id}/disable`, {})).status).toBe(303);
+  const off = await owner.get(`/settings/webhooks/${id}`);
+  expect(off.body).toContain('Switch back on');
+  expect((await owner.post(`/settings/webhooks/${id}/enable`, {})).status).toBe(303);
+
+  const row = await t.db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  expect([row.url, row.event_types, row.description, row.disabled_at]).toEqual([
+    'https://crm.example/v2/hooks',
+    ['trip.created', 'payment.paid'],
+    'CRM v2',
+    null,
+  ]);
+  const audit = await t.db
+    .selectFrom('audit_log')
+    .select('action')
+    .where('object_id', '=', id)
+    .orderBy('id')
+    .execute();
+  expect(audit.map((e) => e.action)).toEqual([
+    'webhook.created',
+    'webhook.updated',
+    'webhook.disabled',
+    'webhook.enabled',
+  ]);
+});
+
+test('without the dispatcher’s queue, a test event or redelivery answers 503 saying so, and nothing is audited', async () => {
+  const owner = new FormClient(api.url);
+  await owner.signIn(a.owner.email);
+  await owner.get('/settings');
+  const created = await owner.post('/settings/webhooks', {
+    url: 'https://erp.example/hooks',
+    events: 'trip.created',
+  });
+  const id = /href="\/settings\/webhooks\/(whk_\w+)"/.exec(created.body)![1]!;
+  await owner.get(`/settings/webhooks/${id}`);
+  const audit = await count('audit_log');
+  const test = await owner.post(`/settings/webhooks/${id}/test`, {});
+  expect(test.status).toBe(503);
+  expect(test.body).toMatch(/does not exist; is the dispatcher running.*Nothing was sent/s);
+  const since = new Date(Date.now() - 3600_000).toISOString().slice(0, 16);
+  const redeliver = await owner.post(`/settings/webhooks/${id}/redeliver`, { since });
+  expect(redeliver.status).toBe(503);
+  const badTime = await owner.post(`/settings/webhooks/${id}/redeliver`, { since: 'yesterday' });
+  expect(badTime.status).toBe(400);
+  expect(badTime.body).toContain('give the time to redeliver from');
+  const tooOld = await owner.post(`/settings/webhooks/${id}/redeliver`, { since: '2020-01-01T00:00' });
+  expect(tooOld.status).toBe(400);
+  expect(tooOld.body).toContain('outside the retention window');
+  expect(await count('audit_log')).toBe(audit);
+});
