@@ -26,6 +26,11 @@ export function createDb(connectionString: string, options: DbOptions = {}): Kys
   // An idle client losing its server (Postgres restart) emits here; without a listener that
   // event would crash the process. The pool replaces the client on next use.
   pool.on('error', () => {});
+  // A client that is checked out has no pool listener: one losing its server between two queries
+  // of a transaction (the recorder's publisher waits for RabbitMQ's confirms inside one) emits
+  // 'error' on itself, which crashed the recorder and the dispatcher at a Postgres restart. The
+  // transaction's next query fails instead, and the pool drops the dead client when it is released.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
