@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts the whole system on this machine with demo data: installs Node 24 and dependencies,
-# migrates, seeds a demo agency with a webhook, then runs the API, the recorder, the dispatcher and a
-# local HTTPS receiver that prints each verified delivery, until Ctrl-C stops them all.
+# migrates, seeds a demo agency with a webhook, then runs the API, the recorder, the dispatcher, a
+# local HTTPS receiver that prints each verified delivery and a simulator that changes the demo
+# agency's trips, payments and contacts every few seconds, until Ctrl-C stops them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/prepare.sh
@@ -55,16 +56,29 @@ run_service recorder
 run_service api
 
 key=$(field "$seed" key)
+simulator="${SIMULATOR:-on}"
+if [ "$simulator" = off ]; then
+  watch="Change a trip and watch the event arrive at the receiver, e.g.:"
+else
+  watch="Every ${SIMULATOR_INTERVAL:-3s} the simulator changes a trip, payment or contact of this agency: each
+'simulator ✎' line becomes a 'webhook ✓' line and an entry in GET /events (SIMULATOR=off leaves it out,
+SIMULATOR_INTERVAL sets the pace). Make a change yourself too, e.g.:"
+fi
 cat >&2 <<INFO
 
 Demo agency $agency, webhook $(field "$webhook" id) → https://localhost:${receiver_port}/webhooks
 Demo API key (shown once): $key
   $(field "$seed" curl)
   curl -H "Authorization: Bearer $key" "http://localhost:${PORT}/api/v1/events"
-Change a trip and watch the event arrive at the receiver, e.g.:
+$watch
   psql "$DATABASE_URL" -c "UPDATE trips SET status = 'confirmed' WHERE agency_id = '$agency' AND status = 'planning'"
 API reference: http://localhost:${PORT}/docs. Ctrl-C stops everything.
 
 INFO
+# The simulator starts after the banner so its lines follow it (scripts/simulator.ts).
+if [ "$simulator" != off ]; then
+  SIMULATOR_AGENCY="$agency" node scripts/simulator.ts &
+  pids+=($!)
+fi
 wait -n "${pids[@]}" || true
 stop
