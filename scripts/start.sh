@@ -23,6 +23,10 @@ node scripts/retire-demo-webhooks.ts "$receiver_url"
 # The demo receiver is on this machine: allow its loopback address (demo only, D7).
 webhook=$(WEBHOOK_ALLOW_PRIVATE_NETWORKS=true pnpm --silent tripctl webhook create --agency "$agency" --events all --json \
   --url "$receiver_url" --description "demo receiver")
+# The demo owner signs in to the settings page with a password everyone knows: demo data only.
+owner_email=$(field "$seed" owner_email)
+owner_password="${DEMO_OWNER_PASSWORD:-demo-owner-password}"
+printf '%s\n' "$owner_password" | pnpm --silent tripctl user set-password --user "$owner_email" >/dev/null
 
 pids=()
 stop() {
@@ -53,7 +57,8 @@ for _ in $(seq 1 150); do
   sleep 0.2
 done
 run_service recorder
-run_service api
+# The settings page may register webhooks on this machine too, like the demo receiver (demo only).
+WEBHOOK_ALLOW_PRIVATE_NETWORKS=true run_service api
 
 key=$(field "$seed" key)
 simulator="${SIMULATOR:-on}"
@@ -72,6 +77,8 @@ Demo API key (shown once): $key
   curl -H "Authorization: Bearer $key" "http://localhost:${PORT}/api/v1/events"
 $watch
   psql "$DATABASE_URL" -c "UPDATE trips SET status = 'confirmed' WHERE agency_id = '$agency' AND status = 'planning'"
+API settings page (keys, webhooks, delivery log): http://localhost:${PORT}/settings
+  sign in as $owner_email with the password $owner_password
 API reference: http://localhost:${PORT}/docs. Ctrl-C stops everything.
 
 INFO
