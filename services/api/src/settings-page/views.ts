@@ -173,33 +173,38 @@ export function overviewPage(
         <h3>Add a webhook</h3>
         <form method="post" action="/settings/webhooks">
           ${csrfField(user)}
-          <label for="webhook-url">Endpoint URL</label>
-          <p class="hint" id="webhook-url-hint">
-            https only, on the public internet. Each delivery is signed (see the docs).
-          </p>
-          <input
-            id="webhook-url"
-            name="url"
-            type="url"
-            required
-            aria-describedby="webhook-url-hint"
-            placeholder="https://example.com/webhooks/trips"
-            value="${draft.url ?? ''}"
-          />
-          <label for="webhook-description">Description <span class="hint">(optional)</span></label>
-          <input
-            id="webhook-description"
-            name="description"
-            type="text"
-            maxlength="500"
-            value="${draft.description ?? ''}"
-          />
-          ${checkboxes('events', 'Events to send', EVENT_TYPE_NAMES, draft.events ?? [])}
+          ${webhookFields('webhook', { url: draft.url ?? '', description: draft.description ?? '', events: draft.events ?? [] })}
           <div class="actions"><button type="submit">Add webhook</button></div>
         </form>
       </section>`,
     user,
   );
+}
+
+/** A webhook's URL, description and events, as the add and the change forms both ask for them. */
+function webhookFields(id: string, values: { url: string; description: string; events: readonly string[] }) {
+  return html`<label for="${id}-url">Endpoint URL</label>
+    <p class="hint" id="${id}-url-hint">
+      https only, on the public internet. Each delivery is signed (see the docs).
+    </p>
+    <input
+      id="${id}-url"
+      name="url"
+      type="url"
+      required
+      aria-describedby="${id}-url-hint"
+      placeholder="https://example.com/webhooks/trips"
+      value="${values.url}"
+    />
+    <label for="${id}-description">Description <span class="hint">(optional)</span></label>
+    <input
+      id="${id}-description"
+      name="description"
+      type="text"
+      maxlength="500"
+      value="${values.description}"
+    />
+    ${checkboxes('events', 'Events to send', EVENT_TYPE_NAMES, values.events)}`;
 }
 
 function keysTable(user: SessionUser, keys: ApiKeyView[]): SafeHtml {
@@ -401,17 +406,11 @@ export function webhookPage(
         <h2 id="edit-heading">Change the webhook</h2>
         <form method="post" action="${action('')}">
           ${csrfField(user)}
-          <label for="edit-url">Endpoint URL</label>
-          <input id="edit-url" name="url" type="url" required value="${draft.url ?? w.url}" />
-          <label for="edit-description">Description <span class="hint">(optional)</span></label>
-          <input
-            id="edit-description"
-            name="description"
-            type="text"
-            maxlength="500"
-            value="${draft.description ?? w.description ?? ''}"
-          />
-          ${checkboxes('events', 'Events to send', EVENT_TYPE_NAMES, draft.events ?? w.events)}
+          ${webhookFields('edit', {
+            url: draft.url ?? w.url,
+            description: draft.description ?? w.description ?? '',
+            events: draft.events ?? w.events,
+          })}
           <div class="actions"><button type="submit" class="secondary">Save changes</button></div>
         </form>
       </section>`,
