@@ -41,6 +41,12 @@ export function readConfig(source: Record<string, string | undefined> = process.
     busyDelayMs: env.duration('DISPATCHER_BUSY_DELAY', '1s'),
     /** Attempts in flight to one webhook from one dispatcher; more wait, beyond twice this they are deferred. */
     endpointConcurrency: env.int('DISPATCHER_ENDPOINT_CONCURRENCY', 10, { min: 1, max: 1_000 }),
+    /**
+     * How long a webhook's circuit breaker stays open before one trial attempt: 30s, or a quarter
+     * of WEBHOOK_FAILURE_WINDOW when that is shorter, so an endpoint that recovered is tried well
+     * before it could be switched off (a window of seconds in tests compresses this too, D9).
+     */
+    breakerCooldownMs: env.duration('DISPATCHER_BREAKER_COOLDOWN', '30s'),
     /** /healthz and /readyz; 0 picks a free port (tests). */
     healthPort: env.int('DISPATCHER_HEALTH_PORT', 3002, { min: 0, max: 65_535 }),
     /** SIGTERM: in-flight attempts finish (they last at most WEBHOOK_TIMEOUT); past this the process exits anyway. */
@@ -49,6 +55,13 @@ export function readConfig(source: Record<string, string | undefined> = process.
   env.check(
     config.stopTimeoutMs > config.timeoutMs,
     `DISPATCHER_STOP_TIMEOUT (${config.stopTimeoutMs} ms) must be longer than WEBHOOK_TIMEOUT (${config.timeoutMs} ms), so in-flight deliveries can finish`,
+  );
+  if (source.DISPATCHER_BREAKER_COOLDOWN === undefined) {
+    config.breakerCooldownMs = Math.min(config.breakerCooldownMs, Math.round(config.failureWindowMs / 4));
+  }
+  env.check(
+    config.breakerCooldownMs < config.failureWindowMs,
+    `DISPATCHER_BREAKER_COOLDOWN (${config.breakerCooldownMs} ms) must be shorter than WEBHOOK_FAILURE_WINDOW (${config.failureWindowMs} ms), or a recovered endpoint could be switched off untried`,
   );
   env.check(
     config.failureWindowMs >= config.retryDelaysMs[0]!,

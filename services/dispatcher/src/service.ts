@@ -37,8 +37,8 @@ const DEFAULT_PROTECTION: EndpointProtection = {
     errorThresholdPercentage: 50,
     volumeThreshold: 10,
     rollingWindowMs: 60_000,
-    // One trial after half a minute: a recovered endpoint is back quickly, a dead one costs one
-    // attempt per half minute per dispatcher instead of one per delivery.
+    // One trial after DISPATCHER_BREAKER_COOLDOWN (30s): a recovered endpoint is back quickly, a
+    // dead one costs one attempt per cooldown per dispatcher instead of one per delivery.
     cooldownMs: 30_000,
   },
 };
@@ -65,6 +65,7 @@ export async function startDispatcherService(
   const endpoints = new Endpoints({
     ...DEFAULT_PROTECTION,
     concurrency: config.endpointConcurrency,
+    breaker: { ...DEFAULT_PROTECTION.breaker, cooldownMs: config.breakerCooldownMs },
     ...hooks.protection,
   });
   // Deliveries in flight share their database round trips (store.ts, batching.ts).

@@ -72,6 +72,22 @@ describe('configuration', () => {
     expect(config.allowPrivateNetworks).toBe(false);
     expect(config.smtpUrl).toBeUndefined();
     expect(config.policy.warnAfterMs).toBe(24 * HOUR);
+    expect(config.breakerCooldownMs).toBe(30_000);
+  });
+
+  test('the breaker cooldown shrinks with a short failure window, so tests compress it too (D9)', () => {
+    expect(readConfig({ WEBHOOK_RETRY_DELAYS: '1s', WEBHOOK_FAILURE_WINDOW: '10s' }).breakerCooldownMs).toBe(
+      2500,
+    );
+    const explicit = {
+      WEBHOOK_RETRY_DELAYS: '1s',
+      WEBHOOK_FAILURE_WINDOW: '10s',
+      DISPATCHER_BREAKER_COOLDOWN: '4s',
+    };
+    expect(readConfig(explicit).breakerCooldownMs).toBe(4000);
+    expect(() => readConfig({ ...explicit, DISPATCHER_BREAKER_COOLDOWN: '10s' })).toThrow(
+      /DISPATCHER_BREAKER_COOLDOWN .* must be shorter than WEBHOOK_FAILURE_WINDOW/,
+    );
   });
 });
 

@@ -137,7 +137,13 @@ test('no 2xx for the window: warned at a third, switched off once, one e-mail pe
   expect(deadReceiver.requests.some((r) => r.headers['service-event-id'] === later.id)).toBe(false);
 
   // Exactly one e-mail of each kind per owner, though two dispatchers enforce the policy; the
-  // planner gets none; the recovered webhook's owners got the warning only.
+  // planner gets none; the recovered webhook's owners got the warning only. The mailer sends
+  // from its outbox on its own clock: wait for the e-mails, then a little longer for a duplicate.
+  await waitFor(() => a.owners.every((owner) => mailsTo(owner, 'Webhook switched off').length > 0), {
+    timeoutMs: 10_000,
+    what: 'the switch-off e-mails',
+  });
+  await new Promise((resolve) => setTimeout(resolve, 1000));
   const mail = mailsTo(a.owners[0]!, 'Webhook switched off');
   expect(mail).toHaveLength(1);
   for (const owner of a.owners) {
