@@ -47,7 +47,7 @@ export function createApp(deps: ApiDependencies): Express {
   app.use(assignRequestId, accessLog(deps.logger, deps.observeRequest));
   app.use(probesRouter(deps.db));
   app.use(docsRouter());
-  if (deps.settingsPage) app.use(settingsPageRouter(deps.db, deps.logger, deps.settingsPage));
+  if (deps.settingsPage) app.use('/settings', settingsPageRouter(deps.db, deps.logger, deps.settingsPage));
 
   const api = Router();
   api.use(rememberMount);

@@ -214,6 +214,9 @@ test('an owner creates a key shown once, saves its scopes and revokes it; each c
   const key = /<output aria-label="[^"]*">([^<]+)<\/output>/.exec(created.body)![1]!;
   const trips = await fetch(`${api.url}/api/v1/trips`, { headers: { authorization: `Bearer ${key}` } });
   expect(trips.status).toBe(200);
+  // The access log names each request's whole path, under either mount.
+  expect(api.logs.text()).toContain('"path":"/settings/keys"');
+  expect(api.logs.text()).toContain('"path":"/api/v1/trips"');
   const keyId = (
     await t.db
       .selectFrom('api_keys')

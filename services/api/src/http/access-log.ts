@@ -22,7 +22,8 @@ export function accessLog(logger: Logger, observe?: ObserveRequest): RequestHand
         {
           requestId: res.getHeader('Request-Id'),
           method: req.method,
-          path: req.path.slice(0, 200),
+          // Inside a mounted router (/api/v1, /settings) req.path is relative to the mount.
+          path: (req.baseUrl + req.path).slice(0, 200),
           status: res.statusCode,
           ms: Math.round(ms * 1000) / 1000,
           keyId: req.caller?.keyId,

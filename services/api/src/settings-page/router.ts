@@ -80,7 +80,8 @@ type SignedIn = Response<unknown, { user: SessionUser }>;
 /**
  * The owners' "API settings" page (issue 5) at /settings: sign-in with a session cookie, then
  * keys and webhooks through the settings module, which checks that the user is an owner and
- * audits every change. Every form carries the session's CSRF token.
+ * audits every change. Every form carries the session's CSRF token. Mounted at /settings, so the
+ * API's own requests pass it with one prefix check.
  */
 export function settingsPageRouter(
   db: Kysely<Database>,
@@ -92,14 +93,14 @@ export function settingsPageRouter(
   const retention = describeDuration(options.eventRetentionMs);
   const router = Router();
 
-  router.use('/settings', (_req, res, next) => {
+  router.use((_req, res, next) => {
     res.set(SECURITY_HEADERS);
     next();
   });
-  router.get('/settings/style.css', (_req, res) => {
+  router.get('/style.css', (_req, res) => {
     res.set('Cache-Control', 'public, max-age=3600').type('text/css').send(STYLES);
   });
-  router.use('/settings', express.urlencoded({ extended: false, limit: '32kb', parameterLimit: 100 }));
+  router.use(express.urlencoded({ extended: false, limit: '32kb', parameterLimit: 100 }));
 
   // ---- Signing in and out ----
 
@@ -109,12 +110,12 @@ export function settingsPageRouter(
     res.status(status).type('html').send(signInPage({ csrf, error, email }));
   };
 
-  router.get('/settings/sign-in', async (req, res) => {
+  router.get('/sign-in', async (req, res) => {
     if (await sessions.current(req)) return res.redirect(303, '/settings');
     renderSignIn(req, res, 200);
   });
 
-  router.post('/settings/sign-in', async (req, res) => {
+  router.post('/sign-in', async (req, res) => {
     const email = field(req.body?.email).slice(0, 320);
     const password = field(req.body?.password).slice(0, 1024);
     // Before a session exists, the form's token is checked against its own cookie (double
@@ -145,7 +146,7 @@ export function settingsPageRouter(
 
   // ---- Everything else needs a session, and every form its token ----
 
-  router.use('/settings', async (req, res, next) => {
+  router.use(async (req, res, next) => {
     const user = await sessions.current(req);
     if (!user) return res.redirect(303, '/settings/sign-in');
     res.locals.user = user;
@@ -164,7 +165,7 @@ export function settingsPageRouter(
     next();
   });
 
-  router.post('/settings/sign-out', async (req, res) => {
+  router.post('/sign-out', async (req, res) => {
     await sessions.end(req, res);
     res.redirect(303, '/settings/sign-in');
   });
@@ -250,12 +251,12 @@ export function settingsPageRouter(
     events: fields(req.body.events),
   });
 
-  router.get('/settings', (req, res, next) => renderOverview(req, res as SignedIn).catch(next));
+  router.get('/', (req, res, next) => renderOverview(req, res as SignedIn).catch(next));
 
   // ---- Keys ----
 
   router.post(
-    '/settings/keys',
+    '/keys',
     act(async (req, res) => {
       const created = await settings.createKey(actor(res), {
         agencyId: res.locals.user.agencyId,
@@ -278,7 +279,7 @@ export function settingsPageRouter(
   );
 
   router.post(
-    '/settings/keys/:id/scopes',
+    '/keys/:id/scopes',
     act(async (req, res) => {
       const wanted = fields(req.body.scopes);
       if (wanted.length === 0) {
@@ -293,7 +294,7 @@ export function settingsPageRouter(
   );
 
   router.post(
-    '/settings/keys/:id/revoke',
+    '/keys/:id/revoke',
     act(async (req, res) => {
       await settings.revokeKey(actor(res), String(req.params.id));
       res.redirect(303, '/settings?notice=key-revoked');
@@ -303,7 +304,7 @@ export function settingsPageRouter(
   // ---- Webhooks ----
 
   router.post(
-    '/settings/webhooks',
+    '/webhooks',
     act(async (req, res) => {
       const draft = webhookDraft(req);
       const { webhook, secret } = await settings.createWebhook(actor(res), {
@@ -327,10 +328,10 @@ export function settingsPageRouter(
     }, onOverview(webhookDraft)),
   );
 
-  router.get('/settings/webhooks/:id', (req, res, next) => renderWebhook(req, res as SignedIn).catch(next));
+  router.get('/webhooks/:id', (req, res, next) => renderWebhook(req, res as SignedIn).catch(next));
 
   router.post(
-    '/settings/webhooks/:id',
+    '/webhooks/:id',
     act(async (req, res) => {
       const draft = webhookDraft(req);
       const id = String(req.params.id);
@@ -348,7 +349,7 @@ export function settingsPageRouter(
     ['disable', false],
   ] as const) {
     router.post(
-      `/settings/webhooks/:id/${path}`,
+      `/webhooks/:id/${path}`,
       act(async (req, res) => {
         const id = String(req.params.id);
         await settings.setWebhookEnabled(actor(res), id, enabled);
@@ -358,7 +359,7 @@ export function settingsPageRouter(
   }
 
   router.post(
-    '/settings/webhooks/:id/rotate-secret',
+    '/webhooks/:id/rotate-secret',
     act(async (req, res) => {
       const seconds = Number(field(req.body.overlap_seconds) || 'NaN');
       const id = String(req.params.id);
@@ -380,7 +381,7 @@ export function settingsPageRouter(
   );
 
   router.post(
-    '/settings/webhooks/:id/test',
+    '/webhooks/:id/test',
     act(async (req, res) => {
       const id = String(req.params.id);
       await settings.sendTestEvent(actor(res), id);
@@ -389,7 +390,7 @@ export function settingsPageRouter(
   );
 
   router.post(
-    '/settings/webhooks/:id/redeliver',
+    '/webhooks/:id/redeliver',
     act(async (req, res) => {
       const id = String(req.params.id);
       const since = field(req.body.since);
@@ -404,14 +405,14 @@ export function settingsPageRouter(
 
   // ---- Anything else, and refusals ----
 
-  router.use('/settings', (req, res) => {
+  router.use((req, res) => {
     res
       .status(404)
       .type('html')
       .send(messagePage('Not found', 'There is no such page in API settings.', res.locals.user));
   });
 
-  router.use('/settings', (error: unknown, _req: Request, res: Response, next: NextFunction) => {
+  router.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
     const user = res.locals.user as SessionUser | undefined;
     if (error instanceof SettingsError && (error.code === 'forbidden' || error.code === 'not_found')) {
@@ -442,7 +443,7 @@ export function settingsPageRouter(
         .send(messagePage('Bad form', 'The form could not be read.', user));
     }
     logger.error(
-      { err: error, requestId: res.getHeader('Request-Id'), path: _req.path },
+      { err: error, requestId: res.getHeader('Request-Id'), path: _req.baseUrl + _req.path },
       'settings page error',
     );
     res
