@@ -15,3 +15,16 @@ export function formatDuration(ms: number): string {
   }
   return `${ms}ms`;
 }
+
+const UNIT_WORDS = [
+  ['d', 'day'],
+  ['h', 'hour'],
+  ['m', 'minute'],
+] as const;
+
+/** A duration for people, in its largest whole unit: '30 days', '36 hours', '90 minutes'. */
+export function describeDuration(ms: number): string {
+  const [unit, word] = UNIT_WORDS.find(([u]) => ms % UNIT_MS[u] === 0) ?? UNIT_WORDS[2];
+  const n = Math.max(1, Math.round(ms / UNIT_MS[unit]));
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}

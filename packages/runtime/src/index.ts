@@ -1,4 +1,4 @@
-export { parseDuration, formatDuration } from './duration.ts';
+export { parseDuration, formatDuration, describeDuration } from './duration.ts';
 export { ConfigError, EnvReader, readCommonConfig } from './env.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { stopOnSignals } from './signals.ts';

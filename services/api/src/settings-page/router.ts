@@ -2,7 +2,7 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import type { Kysely } from 'kysely';
 import { SCOPES } from '@trips/contracts';
 import { deleteExpiredSessions, type Database, type SessionUser } from '@trips/db';
-import type { Logger } from '@trips/runtime';
+import { describeDuration, type Logger } from '@trips/runtime';
 import { SettingsError, type Settings } from '@trips/settings';
 import { html } from './html.ts';
 import {
@@ -55,18 +55,6 @@ const SECURITY_HEADERS = {
   'Referrer-Policy': 'same-origin',
   'X-Frame-Options': 'DENY',
 };
-
-/** '30 days', '36 hours', '90 minutes': how an owner reads EVENT_RETENTION. */
-function describeDuration(ms: number): string {
-  const [unit, size] =
-    ms % 86_400_000 === 0
-      ? ['day', 86_400_000]
-      : ms % 3_600_000 === 0
-        ? ['hour', 3_600_000]
-        : ['minute', 60_000];
-  const n = Math.max(1, Math.round(ms / (size as number)));
-  return `${n} ${unit}${n === 1 ? '' : 's'}`;
-}
 
 const fields = (value: unknown): string[] =>
   (Array.isArray(value) ? value : value === undefined ? [] : [value]).filter(
