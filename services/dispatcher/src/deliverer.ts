@@ -21,24 +21,43 @@ export interface DelivererDeps {
   onOutcome?: (outcome: Outcome, delivery: DeliveryMessage) => void;
 }
 
-/** Every way a delivery message can end, one handler each (architecture example 5). */
+/** Every way a delivery can end, one handler each (architecture example 5). */
 export type Outcome =
   | { kind: 'delivered'; result: AttemptResult }
   | { kind: 'retry_scheduled'; result: AttemptResult; delayMs: number }
   | { kind: 'gave_up'; result: AttemptResult }
   | { kind: 'deferred'; reason: DeferReason; delayMs: number }
+  | { kind: 'queued'; reason: 'endpoint_busy' }
   | { kind: 'dropped'; reason: 'webhook_gone' | 'webhook_off' | 'unsubscribed' };
 
 /**
- * Stage two: one attempt of one delivery (spec 4.4, 6.2–6.4; D7). The webhook is read fresh, so a
- * changed URL or secret applies to the next attempt and a switch-off drops what is still queued.
+ * What to do with a delivery whose webhook has every slot taken: `wait` behind at most as many
+ * others (a queued delivery, which holds nothing else), or hand it to the deliveries `queue` at
+ * once (a first attempt made during fan-out, whose event must not wait on one slow webhook).
  */
-export function delivererHandler(deps: DelivererDeps) {
+export type WhenBusy = 'wait' | 'queue';
+
+export interface Deliverer {
+  /** One attempt of the delivery to its webhook as just read (undefined: the webhook is gone). */
+  attempt(
+    delivery: DeliveryMessage,
+    target: DeliveryTarget | undefined,
+    publisher: Publisher,
+    whenBusy: WhenBusy,
+  ): Promise<Outcome>;
+  /** Handles a message of the deliveries queue: a retry, a deferral come back, or a queued delivery. */
+  handle(message: ConsumeMessage, publisher: Publisher): Promise<Disposition>;
+}
+
+/**
+ * One attempt of one delivery (spec 4.4, 6.2–6.4; D7). The webhook is read fresh for every attempt,
+ * so a changed URL or secret applies to the next one and a switch-off drops what is still queued.
+ */
+export function createDeliverer(deps: DelivererDeps): Deliverer {
   const { store, sender, endpoints, policy, topology, logger } = deps;
 
-  /** Queues the delivery again behind a delay queue, confirmed before the current copy is acked. */
-  const requeue = (publisher: Publisher, delivery: DeliveryMessage, delayMs: number) =>
-    publisher.publish('', topology.retryQueue(delayMs), Buffer.from(JSON.stringify(delivery)), {
+  const publish = (publisher: Publisher, queue: string, delivery: DeliveryMessage) =>
+    publisher.publish('', queue, Buffer.from(JSON.stringify(delivery)), {
       contentType: 'application/json',
       messageId: delivery.event.id,
       type: delivery.event.type,
@@ -79,11 +98,12 @@ export function delivererHandler(deps: DelivererDeps) {
     await record(delivery, result);
     const retry = nextRetry(policy, delivery.attempt, delivery.first_failed_at, result.at.getTime());
     if (!retry) return { kind: 'gave_up', result };
-    await requeue(
-      publisher,
-      { ...delivery, attempt: delivery.attempt + 1, first_failed_at: retry.firstFailedAt },
-      retry.delayMs,
-    );
+    // Confirmed by RabbitMQ before the current copy is acked.
+    await publish(publisher, topology.retryQueue(retry.delayMs), {
+      ...delivery,
+      attempt: delivery.attempt + 1,
+      first_failed_at: retry.firstFailedAt,
+    });
     return { kind: 'retry_scheduled', result, delayMs: retry.delayMs };
   };
 
@@ -94,29 +114,47 @@ export function delivererHandler(deps: DelivererDeps) {
   ): Promise<Outcome> => {
     // Not an attempt: nothing was sent, so the attempt number and the window stay as they were.
     const delayMs = policy.deferDelayMs[reason];
-    await requeue(publisher, delivery, delayMs);
+    await publish(publisher, topology.retryQueue(delayMs), delivery);
     return { kind: 'deferred', reason, delayMs };
   };
 
-  return async (message: ConsumeMessage, publisher: Publisher): Promise<Disposition> => {
-    const delivery = parseContent(message);
-    if (!isValid('DeliveryMessage', delivery)) {
-      logger.error({ messageId: message.properties.messageId }, 'malformed delivery message parked');
-      return 'park';
-    }
-    const target = await store.target(delivery.webhook_id);
+  const handleQueued = async (delivery: DeliveryMessage, publisher: Publisher): Promise<Outcome> => {
+    await publish(publisher, topology.deliveriesQueue, delivery);
+    return { kind: 'queued', reason: 'endpoint_busy' };
+  };
+
+  const attempt: Deliverer['attempt'] = async (delivery, target, publisher, whenBusy) => {
     let outcome = prepare(delivery, target);
     if (!outcome) {
-      const guarded = await endpoints.run(delivery.webhook_id, () =>
-        sender.send({ url: target!.url, event: delivery.event, secrets: target!.secrets }),
+      const guarded = await endpoints.run(
+        delivery.webhook_id,
+        () => sender.send({ url: target!.url, event: delivery.event, secrets: target!.secrets }),
+        { mayWait: whenBusy === 'wait' },
       );
-      if ('deferred' in guarded) outcome = await handleDeferred(delivery, guarded.deferred, publisher);
-      else if (guarded.attempted.error === null) outcome = await handleSuccess(delivery, guarded.attempted);
+      if ('deferred' in guarded) {
+        outcome =
+          guarded.deferred === 'endpoint_busy' && whenBusy === 'queue'
+            ? await handleQueued(delivery, publisher)
+            : await handleDeferred(delivery, guarded.deferred, publisher);
+      } else if (guarded.attempted.error === null) outcome = await handleSuccess(delivery, guarded.attempted);
       else outcome = await handleFailure(delivery, guarded.attempted, publisher);
     }
     log(logger, delivery, outcome);
     deps.onOutcome?.(outcome, delivery);
-    return 'ack';
+    return outcome;
+  };
+
+  return {
+    attempt,
+    async handle(message, publisher) {
+      const delivery = parseContent(message);
+      if (!isValid('DeliveryMessage', delivery)) {
+        logger.error({ messageId: message.properties.messageId }, 'malformed delivery message parked');
+        return 'park';
+      }
+      await attempt(delivery, await store.target(delivery.webhook_id), publisher, 'wait');
+      return 'ack';
+    },
   };
 }
 
@@ -134,7 +172,8 @@ function log(logger: Logger, delivery: DeliveryMessage, outcome: Outcome): void 
     ...('reason' in outcome && { reason: outcome.reason }),
     ...('delayMs' in outcome && { retryInMs: outcome.delayMs }),
   };
-  if (outcome.kind === 'delivered') logger.debug(fields, 'delivered');
+  // Delivered and queued are the normal course; the rest is what an operator looks for.
+  if (outcome.kind === 'delivered' || outcome.kind === 'queued') logger.debug(fields, outcome.kind);
   else if (outcome.kind === 'gave_up') logger.warn(fields, 'delivery gave up: retry window passed');
   else logger.info(fields, `delivery ${outcome.kind.replace('_', ' ')}`);
 }

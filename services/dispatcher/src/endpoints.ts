@@ -69,11 +69,11 @@ class Endpoint {
     return this.breaker.opened;
   }
 
-  async run(send: () => Promise<AttemptResult>): Promise<GuardedResult> {
+  async run(send: () => Promise<AttemptResult>, mayWait: boolean): Promise<GuardedResult> {
     this.lastUsed = Date.now();
     if (this.breaker.opened) return { deferred: 'circuit_open' };
     if (this.active >= this.concurrency) {
-      if (this.waiting.length >= this.concurrency) return { deferred: 'endpoint_busy' };
+      if (!mayWait || this.waiting.length >= this.concurrency) return { deferred: 'endpoint_busy' };
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     } else {
       this.active++;
@@ -110,13 +110,21 @@ export class Endpoints {
     this.sweeper.unref();
   }
 
-  run(webhookId: string, send: () => Promise<AttemptResult>): Promise<GuardedResult> {
+  /**
+   * Runs the attempt when the webhook has a free slot. Without one, it waits for a slot behind at
+   * most `concurrency` others when `mayWait`, and is otherwise deferred as `endpoint_busy`.
+   */
+  run(
+    webhookId: string,
+    send: () => Promise<AttemptResult>,
+    { mayWait }: { mayWait: boolean },
+  ): Promise<GuardedResult> {
     let endpoint = this.byWebhook.get(webhookId);
     if (!endpoint) {
       endpoint = new Endpoint(this.protection);
       this.byWebhook.set(webhookId, endpoint);
     }
-    return endpoint.run(send);
+    return endpoint.run(send, mayWait);
   }
 
   /** How many breakers are open now (a metric). */

@@ -1,18 +1,24 @@
 import type { ConsumeMessage } from 'amqplib';
-import { isValid, type DeliveryMessage } from '@trips/contracts';
+import { isValid } from '@trips/contracts';
 import type { Logger } from '@trips/runtime';
 import { parseContent, type Disposition, type Publisher } from './consumer.ts';
+import type { Deliverer } from './deliverer.ts';
 import type { DeliveryStore } from './store.ts';
-import type { Topology } from './topology.ts';
 
 /**
- * Stage one: a recorded event becomes one delivery message per active webhook of its agency that
- * subscribes to its type (spec 6.2). Each delivery then lives on its own, so one webhook failing or
- * hanging never delays another's. The event is acked only after RabbitMQ confirmed every delivery:
- * a crash in between fans it out again, and the receivers dedupe by event id (spec 6.5).
+ * Stage one: a recorded event goes to every active webhook of its agency that subscribes to its
+ * type (spec 6.2), each delivery on its own. The first attempts are made here, straight from the
+ * event: a second trip through RabbitMQ per delivery (publish, confirm, consume, ack) cost more of
+ * the machine than the attempt itself. A webhook without a free slot does not hold the event up:
+ * its delivery goes to the deliveries queue, and one whose breaker is open to a delay queue, so a
+ * slow or dead webhook holds at most its concurrency cap of events while the others flow.
+ *
+ * The event is acked only once every first attempt is recorded and every delivery that still
+ * needs one is confirmed by RabbitMQ: a crash in between attempts it again for every webhook, and
+ * the receivers dedupe by event id (spec 6.5).
  */
-export function fanOutHandler(deps: { store: DeliveryStore; topology: Topology; logger: Logger }) {
-  const { store, topology, logger } = deps;
+export function fanOutHandler(deps: { store: DeliveryStore; deliverer: Deliverer; logger: Logger }) {
+  const { store, deliverer, logger } = deps;
   return async (message: ConsumeMessage, publisher: Publisher): Promise<Disposition> => {
     const body = parseContent(message);
     if (!isValid('EventMessage', body)) {
@@ -20,26 +26,29 @@ export function fanOutHandler(deps: { store: DeliveryStore; topology: Topology; 
       return 'park';
     }
     const { agency_id: agencyId, event } = body;
-    const webhooks = await store.subscribed(agencyId, event.type);
-    await Promise.all(
-      webhooks.map((webhook) => {
-        const delivery: DeliveryMessage = {
-          webhook_id: webhook.id,
-          agency_id: agencyId,
-          epoch: webhook.epoch,
-          event,
-          attempt: 1,
-          first_failed_at: null,
-        };
-        return publisher.publish('', topology.deliveriesQueue, Buffer.from(JSON.stringify(delivery)), {
-          contentType: 'application/json',
-          messageId: event.id,
-          type: event.type,
-          headers: { webhook_id: webhook.id },
-        });
-      }),
+    const targets = await store.subscribed(agencyId, event.type);
+    // Every attempt runs to its end before the event is settled, even when one of them failed to
+    // record: the event must not come back while its attempts are still going out.
+    const settled = await Promise.allSettled(
+      targets.map((target) =>
+        deliverer.attempt(
+          {
+            webhook_id: target.id,
+            agency_id: agencyId,
+            epoch: target.epoch,
+            event,
+            attempt: 1,
+            first_failed_at: null,
+          },
+          target,
+          publisher,
+          'queue',
+        ),
+      ),
     );
-    logger.debug({ eventId: event.id, type: event.type, webhooks: webhooks.length }, 'event fanned out');
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    logger.debug({ eventId: event.id, type: event.type, webhooks: targets.length }, 'event fanned out');
     return 'ack';
   };
 }

@@ -6,7 +6,7 @@ import { createDb, pruneWebhookAttempts, type Database } from '@trips/db';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import type { DispatcherConfig } from './config.ts';
 import { Consumer } from './consumer.ts';
-import { delivererHandler, type Outcome } from './deliverer.ts';
+import { createDeliverer, type Outcome } from './deliverer.ts';
 import { Sender } from './delivery.ts';
 import { Endpoints, type EndpointProtection } from './endpoints.ts';
 import { fanOutHandler } from './fan-out.ts';
@@ -80,6 +80,20 @@ export async function startDispatcherService(
     logger.child({ component: 'mailer' }),
   );
 
+  const deliverer = createDeliverer({
+    store,
+    sender,
+    endpoints,
+    policy: config.policy,
+    topology: names,
+    logger: logger.child({ component: 'deliverer' }),
+    onOutcome: (outcome, delivery) => {
+      metrics.observe(outcome);
+      hooks.onOutcome?.(outcome, delivery);
+    },
+  });
+  // Both consumers attempt deliveries: fan-out the first attempt of each, the deliveries queue
+  // the retries and those a busy webhook could not take at once.
   const fanOut = new Consumer(
     connection,
     {
@@ -87,7 +101,7 @@ export async function startDispatcherService(
       queue: names.eventsQueue,
       prefetch: config.prefetch,
       setup: (ch) => declareTopology(ch, names),
-      handle: fanOutHandler({ store, topology: names, logger: logger.child({ component: 'fan-out' }) }),
+      handle: fanOutHandler({ store, deliverer, logger: logger.child({ component: 'fan-out' }) }),
     },
     logger,
   );
@@ -98,18 +112,7 @@ export async function startDispatcherService(
       queue: names.deliveriesQueue,
       prefetch: config.prefetch,
       setup: (ch) => declareTopology(ch, names),
-      handle: delivererHandler({
-        store,
-        sender,
-        endpoints,
-        policy: config.policy,
-        topology: names,
-        logger: logger.child({ component: 'deliverer' }),
-        onOutcome: (outcome, delivery) => {
-          metrics.observe(outcome);
-          hooks.onOutcome?.(outcome, delivery);
-        },
-      }),
+      handle: (message, publisher) => deliverer.handle(message, publisher),
     },
     logger,
   );

@@ -1,11 +1,10 @@
 import type { Kysely } from 'kysely';
 import {
-  activeWebhooksOf,
+  activeDeliveryTargets,
   findDeliveryTarget,
   findDeliveryTargets,
   recordAttempt,
   recordAttempts,
-  subscribedWebhooks,
   type Database,
   type DeliveryTarget,
   type NewAttempt,
@@ -15,34 +14,33 @@ import { Batcher } from './batching.ts';
 /** Deliveries in flight per process are bounded by the prefetch; this only caps one statement's size. */
 const MAX_BATCH = 500;
 
+/** The webhooks among an agency's active ones that subscribe to the type, keeping their order. */
+const subscribedTo = (eventType: string, targets: DeliveryTarget[]) =>
+  targets.filter((target) => target.event_types.includes(eventType));
+
 /**
- * The three reads and writes every delivery makes, batched across the deliveries in flight
- * (batching.ts): fan-out's subscribed webhooks, the attempt's target, and the attempts log. Same
- * answers and the same freshness as one query per delivery: nothing is cached.
+ * The reads and writes deliveries make, batched across the deliveries in flight (batching.ts):
+ * fan-out's subscribed webhooks, a queued delivery's target, and the attempts log. Same answers and
+ * the same freshness as one query per delivery: nothing is cached.
  */
 export class DeliveryStore {
-  private readonly subscriptions: Batcher<
-    { agencyId: string; eventType: string },
-    { id: string; epoch: number }[]
-  >;
+  private readonly subscriptions: Batcher<{ agencyId: string; eventType: string }, DeliveryTarget[]>;
   private readonly targets: Batcher<string, DeliveryTarget | undefined>;
   private readonly attempts: Batcher<NewAttempt, void>;
 
   constructor(db: Kysely<Database>) {
     this.subscriptions = new Batcher({
       runBatch: async (keys) => {
-        const byAgency = new Map<string, Awaited<ReturnType<typeof activeWebhooksOf>>>();
-        for (const row of await activeWebhooksOf(db, [...new Set(keys.map((k) => k.agencyId))])) {
-          byAgency.set(row.agency_id, [...(byAgency.get(row.agency_id) ?? []), row]);
+        const byAgency = new Map<string, DeliveryTarget[]>();
+        for (const target of await activeDeliveryTargets(db, [...new Set(keys.map((k) => k.agencyId))])) {
+          const ofAgency = byAgency.get(target.agency_id);
+          if (ofAgency) ofAgency.push(target);
+          else byAgency.set(target.agency_id, [target]);
         }
-        // Rows come ordered by id, as subscribedWebhooks orders them.
-        return keys.map(({ agencyId, eventType }) =>
-          (byAgency.get(agencyId) ?? [])
-            .filter((w) => w.event_types.includes(eventType))
-            .map(({ id, epoch }) => ({ id, epoch })),
-        );
+        return keys.map(({ agencyId, eventType }) => subscribedTo(eventType, byAgency.get(agencyId) ?? []));
       },
-      runOne: ({ agencyId, eventType }) => subscribedWebhooks(db, agencyId, eventType),
+      runOne: async ({ agencyId, eventType }) =>
+        subscribedTo(eventType, await activeDeliveryTargets(db, [agencyId])),
       maxBatch: MAX_BATCH,
     });
     this.targets = new Batcher({
@@ -64,8 +62,11 @@ export class DeliveryStore {
     });
   }
 
-  /** The active webhooks of the agency subscribed to the type, ordered by id (spec 6.2). */
-  subscribed(agencyId: string, eventType: string): Promise<{ id: string; epoch: number }[]> {
+  /**
+   * The active webhooks of the agency subscribed to the type, ordered by id (spec 6.2), as their
+   * first attempts need them: read now, so a changed URL or secret applies.
+   */
+  subscribed(agencyId: string, eventType: string): Promise<DeliveryTarget[]> {
     return this.subscriptions.call({ agencyId, eventType });
   }
 

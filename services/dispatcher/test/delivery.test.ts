@@ -1,6 +1,8 @@
+import amqplib from 'amqplib';
 import { sql } from 'kysely';
 import { generateWebhookSecret, listWebhookAttempts } from '@trips/db';
 import {
+  amqpUrl,
   createTestCa,
   startReceiver,
   verifySignature,
@@ -8,7 +10,7 @@ import {
   type TestCa,
   type TestReceiver,
 } from '@trips/testkit';
-import { USER_AGENT } from '../src/index.ts';
+import { topology, USER_AGENT } from '../src/index.ts';
 import {
   agencyWithOwners,
   makeEvent,
@@ -212,6 +214,40 @@ describe('who gets what', () => {
     } finally {
       await hanging.close();
       await healthy.close();
+    }
+  });
+});
+
+describe('the first attempt', () => {
+  test('goes out from the event itself: nothing passes through the deliveries queue while webhooks have room', async () => {
+    // A second consumer on the deliveries queue takes its share of whatever is published there
+    // (and hands it straight back). With the first attempt queued as its own message, as before,
+    // it saw about half of them.
+    const connection = await amqplib.connect(amqpUrl);
+    const channel = await connection.createChannel();
+    const seen: string[] = [];
+    await channel.prefetch(1);
+    await channel.consume(topology(d.prefix, []).deliveriesQueue, (message) => {
+      if (!message) return;
+      seen.push(message.properties.messageId as string);
+      channel.nack(message, false, true);
+    });
+    const { agencyId } = await agencyWithOwners(d.db);
+    const first = await startReceiver(ca);
+    const second = await startReceiver(ca);
+    try {
+      await webhookFor(d.db, agencyId, first.url, ['payment.paid']);
+      await webhookFor(d.db, agencyId, second.url, ['payment.paid']);
+      const events = Array.from({ length: 10 }, () => makeEvent('payment.paid'));
+      for (const event of events) await d.publish(agencyId, event);
+      await waitFor(() => first.requests.length === 10 && second.requests.length === 10, {
+        what: 'every event at both webhooks',
+      });
+      expect(seen).toEqual([]);
+    } finally {
+      await connection.close();
+      await first.close();
+      await second.close();
     }
   });
 });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database, OwnerNoticeKind, OwnerNoticeRow, WebhookAttemptRow, WebhookRow } from '../schema.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -80,40 +80,6 @@ export async function setWebhookEnabled(
 
 // ---- Delivery (services/dispatcher) ----
 
-/** The active webhooks of an agency subscribed to an event type, for fan-out. */
-export async function subscribedWebhooks(
-  db: Db,
-  agencyId: string,
-  eventType: string,
-): Promise<{ id: string; epoch: number }[]> {
-  return db
-    .selectFrom('webhooks')
-    .select(['id', 'epoch'])
-    .where('agency_id', '=', agencyId)
-    .where('disabled_at', 'is', null)
-    .where(sql<boolean>`${eventType} = ANY(event_types)`)
-    .orderBy('id')
-    .execute();
-}
-
-/**
- * The active webhooks of several agencies with what they subscribe to, ordered by id: one query for
- * many fan-outs at once (the dispatcher batches them). Filtering one agency's rows by
- * `event_types` gives exactly what subscribedWebhooks answers.
- */
-export async function activeWebhooksOf(
-  db: Db,
-  agencyIds: readonly string[],
-): Promise<{ id: string; agency_id: string; epoch: number; event_types: string[] }[]> {
-  return db
-    .selectFrom('webhooks')
-    .select(['id', 'agency_id', 'epoch', 'event_types'])
-    .where('agency_id', '=', sql<string>`ANY(${[...agencyIds]}::text[])`)
-    .where('disabled_at', 'is', null)
-    .orderBy('id')
-    .execute();
-}
-
 export interface DeliveryTarget {
   id: string;
   agency_id: string;
@@ -130,15 +96,29 @@ export async function findDeliveryTarget(db: Db, webhookId: string): Promise<Del
   return (await findDeliveryTargets(db, [webhookId]))[0];
 }
 
-/** findDeliveryTarget for several webhooks in one query (in no particular order; missing ones left out). */
+/** findDeliveryTarget for several webhooks in one query (ordered by id; missing ones left out). */
 export async function findDeliveryTargets(db: Db, webhookIds: readonly string[]): Promise<DeliveryTarget[]> {
+  return deliveryTargets(db, sql`w.id = ANY(${[...webhookIds]}::text[])`);
+}
+
+/**
+ * The active webhooks of several agencies as attempts need them, ordered by id: one query for many
+ * fan-outs at once (the dispatcher batches them). An agency's rows whose `event_types` hold a type
+ * are the webhooks that event goes to (spec 6.2).
+ */
+export async function activeDeliveryTargets(db: Db, agencyIds: readonly string[]): Promise<DeliveryTarget[]> {
+  return deliveryTargets(db, sql`w.agency_id = ANY(${[...agencyIds]}::text[]) AND w.disabled_at IS NULL`);
+}
+
+async function deliveryTargets(db: Db, where: RawBuilder<unknown>): Promise<DeliveryTarget[]> {
   const result = await sql<DeliveryTarget>`
     SELECT w.id, w.agency_id, w.url, w.event_types, w.disabled_at, w.epoch,
            coalesce(array_agg(s.secret ORDER BY s.created_at DESC, s.id) FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets
       FROM webhooks w
       LEFT JOIN webhook_secrets s ON s.webhook_id = w.id AND (s.expires_at IS NULL OR s.expires_at > now())
-     WHERE w.id = ANY(${[...webhookIds]}::text[])
-     GROUP BY w.id`.execute(db);
+     WHERE ${where}
+     GROUP BY w.id
+     ORDER BY w.id`.execute(db);
   return result.rows;
 }
 
