@@ -3,6 +3,7 @@ import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Database } from './schema.ts';
 import { migrationProvider } from './migrations/index.ts';
+import { prepareMarkedStatements } from './prepared.ts';
 
 // `date` (OID 1082) stays the 'YYYY-MM-DD' text Postgres sends: turning it into a JS Date would
 // shift it by the process's time zone, and the API returns dates as plain dates anyway.
@@ -30,7 +31,10 @@ export function createDb(connectionString: string, options: DbOptions = {}): Kys
   // of a transaction (the recorder's publisher waits for RabbitMQ's confirms inside one) emits
   // 'error' on itself, which crashed the recorder and the dispatcher at a Postgres restart. The
   // transaction's next query fails instead, and the pool drops the dead client when it is released.
-  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    prepareMarkedStatements(client);
+  });
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 

@@ -111,7 +111,7 @@ export async function activeDeliveryTargets(db: Db, agencyIds: readonly string[]
 }
 
 async function deliveryTargets(db: Db, where: RawBuilder<unknown>): Promise<DeliveryTarget[]> {
-  const result = await sql<DeliveryTarget>`
+  const result = await sql<DeliveryTarget>`/* prepared: delivery_targets */
     SELECT w.id, w.agency_id, w.url, w.event_types, w.disabled_at, w.epoch,
            coalesce(array_agg(s.secret ORDER BY s.created_at DESC, s.id) FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets
       FROM webhooks w
@@ -158,7 +158,7 @@ export async function recordAttempt(db: Db, a: NewAttempt): Promise<void> {
 export async function recordAttempts(db: Db, attempts: readonly NewAttempt[]): Promise<void> {
   if (attempts.length === 0) return;
   const column = <T>(value: (a: NewAttempt) => T) => attempts.map(value);
-  await sql`
+  await sql`/* prepared: record_attempts */
     WITH batch AS (
       SELECT * FROM unnest(
         ${column((a) => a.webhookId)}::text[], ${column((a) => a.eventId)}::text[],
