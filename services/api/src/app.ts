@@ -10,10 +10,10 @@ import { rememberMount, type ObserveRequest } from './http/request-metrics.ts';
 import { assignRequestId } from './http/request-id.ts';
 import { enforceRateLimit, takeRateLimitToken } from './rate-limit/middleware.ts';
 import type { TokenBucketStore } from './rate-limit/token-bucket.ts';
-import { KNOWN_PATHS, readApiRouter } from './routes/read-api.ts';
-import { docsRouter } from './routes/docs.ts';
-import { eventsRouter } from './routes/events.ts';
-import { probesRouter } from './routes/system.ts';
+import { KNOWN_PATHS, addReadApiRoutes } from './routes/read-api.ts';
+import { addDocsRoutes } from './routes/docs.ts';
+import { addEventsRoute } from './routes/events.ts';
+import { addProbeRoutes } from './routes/system.ts';
 import { settingsPageRouter, type SettingsPageOptions } from './settings-page/router.ts';
 
 export interface ApiDependencies {
@@ -36,6 +36,12 @@ export interface ApiDependencies {
  * The request pipeline, in the order D1 ranks its answers:
  * Request-Id → 401/403/403 (authenticate) → token taken, headers set → per route: 403 scope →
  * 429 → 400 (params) → 404 (lookup). Unknown paths and methods answer after 429 too.
+ *
+ * Routes are added straight to the app or to the one /api/v1 router rather than each group to a
+ * Router of its own: a request that passes through a nested Router without a match leaves it by
+ * setImmediate, so every API request used to wait two extra turns of the event loop (probes,
+ * docs), and a GET /events three more, besides the Router's per-request allocations
+ * (docs/benchmarks.md).
  */
 export function createApp(deps: ApiDependencies): Express {
   const app = express();
@@ -45,15 +51,15 @@ export function createApp(deps: ApiDependencies): Express {
   if (deps.trustProxy) app.set('trust proxy', deps.trustProxy);
 
   app.use(assignRequestId, accessLog(deps.logger, deps.observeRequest));
-  app.use(probesRouter(deps.db));
-  app.use(docsRouter());
+  addProbeRoutes(app, deps.db);
+  addDocsRoutes(app);
   if (deps.settingsPage) app.use('/settings', settingsPageRouter(deps.db, deps.logger, deps.settingsPage));
 
   const api = Router();
   api.use(rememberMount);
   api.use(authenticate(deps.credentials, deps.onKeyUsed), takeRateLimitToken(deps.rateLimits, deps.logger));
-  api.use(readApiRouter(deps.db));
-  api.use(eventsRouter(deps));
+  addReadApiRoutes(api, deps.db);
+  addEventsRoute(api, deps);
   api.all(KNOWN_PATHS, enforceRateLimit, (req, res) => {
     res.setHeader('Allow', 'GET, HEAD');
     throw new ApiError('method_not_allowed', `${req.method} is not allowed here; use GET.`);

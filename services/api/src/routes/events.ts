@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import type { IRouter } from 'express';
 import type { Kysely } from 'kysely';
 import {
   EVENTS_SCOPE,
@@ -79,9 +79,8 @@ export interface EventsRouterDeps {
  * (see packages/db repositories/events.ts), so a reader paging while writers commit never skips
  * one. A key sees only the types its scopes allow (D2); `events:read` is needed for the endpoint.
  */
-export function eventsRouter(deps: EventsRouterDeps): Router {
+export function addEventsRoute(router: IRouter, deps: EventsRouterDeps): void {
   const retentionMs = deps.eventRetentionMs;
-  const router = Router();
   router.get('/events', ...guard(EVENTS_SCOPE), async (req, res) => {
     const query = readQuery(req, PARAMS);
     const limit = readLimit(query.limit, { max: 1000, fallback: 100 });
@@ -118,5 +117,4 @@ export function eventsRouter(deps: EventsRouterDeps): Router {
       has_more: hasMore,
     });
   });
-  return router;
 }

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import type { IRouter } from 'express';
 import type { Kysely } from 'kysely';
 import {
   findContactPrecompiled,
@@ -10,48 +10,40 @@ import {
   type Database,
 } from '@trips/db';
 import { presentContact, presentPayment, presentTrip, presentTripWithItinerary } from '../presenters.ts';
-import { resourceRouter } from './resources.ts';
+import { addResourceRoutes } from './resources.ts';
 
 /**
  * Trips, payments and contacts: the read API of interface.md 4.1 and 4.3 with D4/D5. Lookups by
  * id run their SQL compiled once (the hot path); lists build theirs per request.
  */
-export function readApiRouter(db: Kysely<Database>): Router {
-  const router = Router();
-  router.use(
-    resourceRouter(db, {
-      path: '/trips',
-      noun: 'trip',
-      scope: 'trips:read',
-      find: findTripPrecompiled,
-      list: listTrips,
-      present: presentTripWithItinerary,
-      presentInList: (row) => presentTrip(row),
-    }),
-  );
-  router.use(
-    resourceRouter(db, {
-      path: '/payments',
-      noun: 'payment',
-      scope: 'payments:read',
-      find: findPaymentPrecompiled,
-      list: listPayments,
-      present: presentPayment,
-      presentInList: presentPayment,
-    }),
-  );
-  router.use(
-    resourceRouter(db, {
-      path: '/contacts',
-      noun: 'contact',
-      scope: 'contacts:read',
-      find: findContactPrecompiled,
-      list: listContacts,
-      present: presentContact,
-      presentInList: presentContact,
-    }),
-  );
-  return router;
+export function addReadApiRoutes(router: IRouter, db: Kysely<Database>): void {
+  addResourceRoutes(router, db, {
+    path: '/trips',
+    noun: 'trip',
+    scope: 'trips:read',
+    find: findTripPrecompiled,
+    list: listTrips,
+    present: presentTripWithItinerary,
+    presentInList: (row) => presentTrip(row),
+  });
+  addResourceRoutes(router, db, {
+    path: '/payments',
+    noun: 'payment',
+    scope: 'payments:read',
+    find: findPaymentPrecompiled,
+    list: listPayments,
+    present: presentPayment,
+    presentInList: presentPayment,
+  });
+  addResourceRoutes(router, db, {
+    path: '/contacts',
+    noun: 'contact',
+    scope: 'contacts:read',
+    find: findContactPrecompiled,
+    list: listContacts,
+    present: presentContact,
+    presentInList: presentContact,
+  });
 }
 
 /** Paths that exist under /api/v1 (for 405 versus 404), GET being the only method on each. */

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import type { IRouter } from 'express';
 import type { Kysely } from 'kysely';
 import type { Scope } from '@trips/contracts';
 import type { Database, SyncPage, SyncQuery } from '@trips/db';
@@ -20,9 +20,12 @@ export interface ResourceSpec<Row, ListRow> {
 
 const LIST_PARAMS = ['updated_since', 'limit', 'cursor'] as const;
 
-export function resourceRouter<Row, ListRow>(db: Kysely<Database>, spec: ResourceSpec<Row, ListRow>): Router {
-  const router = Router();
-
+/** Adds the resource's two routes to `router` (the API's own: see app.ts for why not a Router). */
+export function addResourceRoutes<Row, ListRow>(
+  router: IRouter,
+  db: Kysely<Database>,
+  spec: ResourceSpec<Row, ListRow>,
+): void {
   router.get(`${spec.path}/:id`, ...guard(spec.scope), async (req, res) => {
     readQuery(req, []);
     const id = String(req.params.id);
@@ -45,6 +48,4 @@ export function resourceRouter<Row, ListRow>(db: Kysely<Database>, spec: Resourc
       has_more: page.next !== null,
     });
   });
-
-  return router;
 }

@@ -1,10 +1,12 @@
-import { Router } from 'express';
+import type { IRouter } from 'express';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '@trips/db';
 
-/** Probes for Kubernetes: liveness checks nothing outside the process, readiness checks Postgres. */
-export function probesRouter(db: Kysely<Database>): Router {
-  const router = Router();
+/**
+ * Probes for Kubernetes: liveness checks nothing outside the process, readiness checks Postgres.
+ * Added to the caller's router, not a Router of their own: see app.ts for why.
+ */
+export function addProbeRoutes(router: IRouter, db: Kysely<Database>): void {
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -22,5 +24,4 @@ export function probesRouter(db: Kysely<Database>): Router {
       clearTimeout(timer);
     }
   });
-  return router;
 }
