@@ -1,11 +1,21 @@
+import { hash } from 'node:crypto';
 import pg from 'pg';
 import type { KeyCredentials } from '@trips/db';
 import type { Logger } from '@trips/runtime';
 
 interface Entry {
   value: Promise<KeyCredentials | undefined>;
+  /** The credentials once loaded: a request for a known key then needs no promise at all. */
+  loaded: KeyCredentials | undefined;
   expiresAt: number;
 }
+
+/**
+ * How the cache names a key: SHA-256 of it (what api_keys.hash stores, see hashApiKey) in base64. One call into
+ * OpenSSL that returns the string the cache looks up, where a Hash object, its digest Buffer and
+ * that Buffer's base64 cost a request several times as much (docs/benchmarks.md).
+ */
+export const keyHashOf = (key: string): string => hash('sha256', key, 'base64');
 
 /**
  * Keys and their agency's status, cached per replica so a request costs no extra query.
@@ -31,21 +41,25 @@ export class CredentialsCache {
     this.maxEntries = maxEntries;
   }
 
-  get(hash: Buffer): Promise<KeyCredentials | undefined> {
-    const id = hash.toString('base64');
+  /**
+   * The credentials of the key whose `keyHashOf` is `keyHash`: at once when they are loaded and
+   * fresh (the common case), otherwise a promise of them (undefined for an unknown key).
+   */
+  get(keyHash: string): KeyCredentials | Promise<KeyCredentials | undefined> {
     const now = Date.now();
-    const cached = this.entries.get(id);
-    if (cached && cached.expiresAt > now) return cached.value;
+    const cached = this.entries.get(keyHash);
+    if (cached && cached.expiresAt > now) return cached.loaded ?? cached.value;
 
     // Concurrent requests with the same key share one load.
-    const value = this.load(hash);
-    const entry = { value, expiresAt: now + this.ttlMs };
-    this.entries.set(id, entry);
+    const value = this.load(Buffer.from(keyHash, 'base64'));
+    const entry: Entry = { value, loaded: undefined, expiresAt: now + this.ttlMs };
+    this.entries.set(keyHash, entry);
     value.then(
       (found) => {
-        if (!found && this.entries.get(id) === entry) this.entries.delete(id);
+        if (found) entry.loaded = found;
+        else if (this.entries.get(keyHash) === entry) this.entries.delete(keyHash);
       },
-      () => this.entries.get(id) === entry && this.entries.delete(id),
+      () => this.entries.get(keyHash) === entry && this.entries.delete(keyHash),
     );
     if (this.entries.size > this.maxEntries) {
       // Map iteration is insertion order: the oldest entry goes first.
