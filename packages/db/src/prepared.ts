@@ -17,6 +17,7 @@ const names = new Map<string, string>();
  * clauses) must be two statements.
  */
 export function preparedName(text: string): string | undefined {
+  if (!text.startsWith('/* prepared: ')) return undefined;
   let name = names.get(text);
   if (name === undefined) {
     const mark = PREPARED_MARK.exec(text);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, OwnerNoticeKind, OwnerNoticeRow, WebhookAttemptRow, WebhookRow } from '../schema.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -98,7 +98,7 @@ export async function findDeliveryTarget(db: Db, webhookId: string): Promise<Del
 
 /** findDeliveryTarget for several webhooks in one query (ordered by id; missing ones left out). */
 export async function findDeliveryTargets(db: Db, webhookIds: readonly string[]): Promise<DeliveryTarget[]> {
-  return deliveryTargets(db, sql`w.id = ANY(${[...webhookIds]}::text[])`);
+  return deliveryTargets(db, TARGETS_BY_ID, webhookIds);
 }
 
 /**
@@ -107,19 +107,26 @@ export async function findDeliveryTargets(db: Db, webhookIds: readonly string[])
  * are the webhooks that event goes to (spec 6.2).
  */
 export async function activeDeliveryTargets(db: Db, agencyIds: readonly string[]): Promise<DeliveryTarget[]> {
-  return deliveryTargets(db, sql`w.agency_id = ANY(${[...agencyIds]}::text[]) AND w.disabled_at IS NULL`);
+  return deliveryTargets(db, ACTIVE_TARGETS_OF_AGENCIES, agencyIds);
 }
 
-async function deliveryTargets(db: Db, where: RawBuilder<unknown>): Promise<DeliveryTarget[]> {
-  const result = await sql<DeliveryTarget>`/* prepared: delivery_targets */
+// The dispatcher's hot statements are constant texts, prepared once per connection (prepared.ts):
+// neither kysely nor Postgres builds them again on every call.
+const deliveryTargetsWhere = (where: string) => `/* prepared: delivery_targets */
     SELECT w.id, w.agency_id, w.url, w.event_types, w.disabled_at, w.epoch,
            coalesce(array_agg(s.secret ORDER BY s.created_at DESC, s.id) FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets
       FROM webhooks w
       LEFT JOIN webhook_secrets s ON s.webhook_id = w.id AND (s.expires_at IS NULL OR s.expires_at > now())
      WHERE ${where}
      GROUP BY w.id
-     ORDER BY w.id`.execute(db);
-  return result.rows;
+     ORDER BY w.id`;
+const TARGETS_BY_ID = deliveryTargetsWhere('w.id = ANY($1::text[])');
+const ACTIVE_TARGETS_OF_AGENCIES = deliveryTargetsWhere(
+  'w.agency_id = ANY($1::text[]) AND w.disabled_at IS NULL',
+);
+
+async function deliveryTargets(db: Db, text: string, ids: readonly string[]): Promise<DeliveryTarget[]> {
+  return (await db.executeQuery<DeliveryTarget>(CompiledQuery.raw(text, [ids]))).rows;
 }
 
 export interface NewAttempt {
@@ -158,18 +165,29 @@ export async function recordAttempt(db: Db, a: NewAttempt): Promise<void> {
 export async function recordAttempts(db: Db, attempts: readonly NewAttempt[]): Promise<void> {
   if (attempts.length === 0) return;
   const column = <T>(value: (a: NewAttempt) => T) => attempts.map(value);
-  await sql`/* prepared: record_attempts */
+  await db.executeQuery(
+    CompiledQuery.raw(RECORD_ATTEMPTS, [
+      column((a) => a.webhookId),
+      column((a) => a.eventId),
+      column((a) => a.eventType),
+      column((a) => a.attempt),
+      column((a) => a.attemptedAt),
+      column((a) => Math.round(a.durationMs)),
+      column((a) => a.statusCode),
+      column((a) => a.error),
+      column((a) => a.responseBody),
+      // What owners read as "last error": the class, and the status when there was an answer.
+      column((a) => (a.statusCode === null ? a.error : `${a.error} (HTTP ${a.statusCode})`)),
+    ]),
+  );
+}
+
+const RECORD_ATTEMPTS = `/* prepared: record_attempts */
     WITH batch AS (
-      SELECT * FROM unnest(
-        ${column((a) => a.webhookId)}::text[], ${column((a) => a.eventId)}::text[],
-        ${column((a) => a.eventType)}::text[], ${column((a) => a.attempt)}::int[],
-        ${column((a) => a.attemptedAt)}::timestamptz[], ${column((a) => Math.round(a.durationMs))}::int[],
-        ${column((a) => a.statusCode)}::int[], ${column((a) => a.error)}::text[],
-        ${column((a) => a.responseBody)}::text[],
-        -- What owners read as "last error": the class, and the status when there was an answer.
-        ${column((a) => (a.statusCode === null ? a.error : `${a.error} (HTTP ${a.statusCode})`))}::text[]
-      ) WITH ORDINALITY AS b(webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
-                              status_code, error, response_body, last_error, ord)
+      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::int[],
+                           $7::int[], $8::text[], $9::text[], $10::text[])
+        WITH ORDINALITY AS b(webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
+                             status_code, error, response_body, last_error, ord)
     ),
     inserted AS (
       INSERT INTO webhook_attempts (webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
@@ -203,8 +221,7 @@ export async function recordAttempts(db: Db, attempts: readonly NewAttempt[]): P
       FROM streak s
      WHERE w.id = s.webhook_id AND w.disabled_at IS NULL
        AND (s.last_fail_at IS NOT NULL OR w.failing_since IS NOT NULL OR w.last_success_at IS NULL
-            OR w.last_success_at < s.ok_at - interval '1 second')`.execute(db);
-}
+            OR w.last_success_at < s.ok_at - interval '1 second')`;
 
 export async function listWebhookAttempts(
   db: Db,
