@@ -31,11 +31,12 @@ export type Outcome =
   | { kind: 'dropped'; reason: 'webhook_gone' | 'webhook_off' | 'unsubscribed' };
 
 /**
- * What to do with a delivery whose webhook has every slot taken: `wait` behind at most as many
- * others (a queued delivery, which holds nothing else), or hand it to the deliveries `queue` at
- * once (a first attempt made during fan-out, whose event must not wait on one slow webhook).
+ * What becomes of a delivery whose webhook has every slot taken and as many deliveries waiting:
+ * `defer` it round a delay queue (a queued delivery: the line is full, so the webhook is slow), or
+ * `queue` it on the deliveries queue at once (a first attempt made during fan-out, whose event must
+ * not wait on one slow webhook while its other webhooks' deliveries are done).
  */
-export type WhenBusy = 'wait' | 'queue';
+export type WhenFull = 'defer' | 'queue';
 
 export interface Deliverer {
   /** One attempt of the delivery to its webhook as just read (undefined: the webhook is gone). */
@@ -43,7 +44,7 @@ export interface Deliverer {
     delivery: DeliveryMessage,
     target: DeliveryTarget | undefined,
     publisher: Publisher,
-    whenBusy: WhenBusy,
+    whenFull: WhenFull,
   ): Promise<Outcome>;
   /** Handles a message of the deliveries queue: a retry, a deferral come back, or a queued delivery. */
   handle(message: ConsumeMessage, publisher: Publisher): Promise<Disposition>;
@@ -123,17 +124,15 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     return { kind: 'queued', reason: 'endpoint_busy' };
   };
 
-  const attempt: Deliverer['attempt'] = async (delivery, target, publisher, whenBusy) => {
+  const attempt: Deliverer['attempt'] = async (delivery, target, publisher, whenFull) => {
     let outcome = prepare(delivery, target);
     if (!outcome) {
-      const guarded = await endpoints.run(
-        delivery.webhook_id,
-        () => sender.send({ url: target!.url, event: delivery.event, secrets: target!.secrets }),
-        { mayWait: whenBusy === 'wait' },
+      const guarded = await endpoints.run(delivery.webhook_id, () =>
+        sender.send({ url: target!.url, event: delivery.event, secrets: target!.secrets }),
       );
       if ('deferred' in guarded) {
         outcome =
-          guarded.deferred === 'endpoint_busy' && whenBusy === 'queue'
+          guarded.deferred === 'endpoint_busy' && whenFull === 'queue'
             ? await handleQueued(delivery, publisher)
             : await handleDeferred(delivery, guarded.deferred, publisher);
       } else if (guarded.attempted.error === null) outcome = await handleSuccess(delivery, guarded.attempted);
@@ -152,7 +151,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
         logger.error({ messageId: message.properties.messageId }, 'malformed delivery message parked');
         return 'park';
       }
-      await attempt(delivery, await store.target(delivery.webhook_id), publisher, 'wait');
+      await attempt(delivery, await store.target(delivery.webhook_id), publisher, 'defer');
       return 'ack';
     },
   };

@@ -57,6 +57,10 @@ class Endpoint {
         volumeThreshold: protection.breaker.volumeThreshold,
         rollingCountTimeout: protection.breaker.rollingWindowMs,
         resetTimeout: protection.breaker.cooldownMs,
+        // Only the counts decide; latency percentiles and snapshot events were work on every
+        // attempt that nothing reads.
+        rollingPercentilesEnabled: false,
+        enableSnapshots: false,
       },
     );
   }
@@ -69,11 +73,11 @@ class Endpoint {
     return this.breaker.opened;
   }
 
-  async run(send: () => Promise<AttemptResult>, mayWait: boolean): Promise<GuardedResult> {
+  async run(send: () => Promise<AttemptResult>): Promise<GuardedResult> {
     this.lastUsed = Date.now();
     if (this.breaker.opened) return { deferred: 'circuit_open' };
     if (this.active >= this.concurrency) {
-      if (!mayWait || this.waiting.length >= this.concurrency) return { deferred: 'endpoint_busy' };
+      if (this.waiting.length >= this.concurrency) return { deferred: 'endpoint_busy' };
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     } else {
       this.active++;
@@ -111,20 +115,16 @@ export class Endpoints {
   }
 
   /**
-   * Runs the attempt when the webhook has a free slot. Without one, it waits for a slot behind at
-   * most `concurrency` others when `mayWait`, and is otherwise deferred as `endpoint_busy`.
+   * Runs the attempt when the webhook has a free slot, or once one frees behind at most
+   * `concurrency` others waiting; beyond that it is deferred as `endpoint_busy`.
    */
-  run(
-    webhookId: string,
-    send: () => Promise<AttemptResult>,
-    { mayWait }: { mayWait: boolean },
-  ): Promise<GuardedResult> {
+  run(webhookId: string, send: () => Promise<AttemptResult>): Promise<GuardedResult> {
     let endpoint = this.byWebhook.get(webhookId);
     if (!endpoint) {
       endpoint = new Endpoint(this.protection);
       this.byWebhook.set(webhookId, endpoint);
     }
-    return endpoint.run(send, mayWait);
+    return endpoint.run(send);
   }
 
   /** How many breakers are open now (a metric). */

@@ -9,9 +9,10 @@ import type { DeliveryStore } from './store.ts';
  * Stage one: a recorded event goes to every active webhook of its agency that subscribes to its
  * type (spec 6.2), each delivery on its own. The first attempts are made here, straight from the
  * event: a second trip through RabbitMQ per delivery (publish, confirm, consume, ack) cost more of
- * the machine than the attempt itself. A webhook without a free slot does not hold the event up:
- * its delivery goes to the deliveries queue, and one whose breaker is open to a delay queue, so a
- * slow or dead webhook holds at most its concurrency cap of events while the others flow.
+ * the machine than the attempt itself. A webhook with every slot taken and its waiting line full
+ * does not hold the event up: its delivery goes to the deliveries queue (and one whose breaker is
+ * open to a delay queue), so a slow or dead webhook holds at most twice its concurrency cap of
+ * events while the others flow (endpoints.ts).
  *
  * The event is acked only once every first attempt is recorded and every delivery that still
  * needs one is confirmed by RabbitMQ: a crash in between attempts it again for every webhook, and
