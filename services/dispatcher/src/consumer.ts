@@ -1,6 +1,7 @@
 import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-manager';
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
 import type { Logger } from '@trips/runtime';
+import { ChannelAcks } from './acks.ts';
 
 /** What became of a message: done with (ack), or unusable and set aside for people (park). */
 export type Disposition = 'ack' | 'park';
@@ -47,7 +48,7 @@ export class Consumer {
   private readonly logger: Logger;
   private readonly channel: ChannelWrapper;
   private readonly inFlight = new Set<Promise<void>>();
-  private current: { ch: ConfirmChannel; consumerTag: string } | undefined;
+  private current: { ch: ConfirmChannel; consumerTag: string; acks: ChannelAcks } | undefined;
   private stopping = false;
   /** Handling failures in a row, for the pause before a failed message is returned. */
   private failures = 0;
@@ -63,10 +64,15 @@ export class Consumer {
         await options.setup(ch);
         if (this.stopping) return;
         await ch.prefetch(options.prefetch, false);
+        const acks = new ChannelAcks(ch, (error, messages) =>
+          this.logger.warn({ err: error, messages }, 'channel gone before ack; RabbitMQ redelivers'),
+        );
         const { consumerTag } = await ch.consume(options.queue, (message) => {
-          if (message) this.track(this.process(ch, message));
+          if (!message) return;
+          acks.received(message);
+          this.track(this.process(ch, acks, message));
         });
-        this.current = { ch, consumerTag };
+        this.current = { ch, consumerTag, acks };
         ch.once('close', () => {
           if (this.current?.ch === ch) this.current = undefined;
         });
@@ -88,7 +94,7 @@ export class Consumer {
     void work.finally(() => this.inFlight.delete(work));
   }
 
-  private async process(ch: ConfirmChannel, message: ConsumeMessage): Promise<void> {
+  private async process(ch: ConfirmChannel, acks: ChannelAcks, message: ConsumeMessage): Promise<void> {
     const publisher: Publisher = {
       publish: (exchange, routingKey, content, options) =>
         new Promise((resolve, reject) => {
@@ -114,17 +120,8 @@ export class Consumer {
       await this.pause(pauseMs);
       disposition = 'requeue';
     }
-    try {
-      if (disposition === 'ack') ch.ack(message);
-      else if (disposition === 'park')
-        ch.nack(message, false, false); // dead-lettered to the parked queue
-      else ch.nack(message, false, true);
-    } catch (error) {
-      this.logger.warn(
-        { err: error, messageId: message.properties.messageId },
-        'channel gone before ack; RabbitMQ redelivers',
-      );
-    }
+    if (disposition === 'ack') acks.ack(message);
+    else acks.nack(message, disposition === 'requeue'); // 'park': dead-lettered to the parked queue
   }
 
   /** Waits, unless the consumer stops meanwhile. */
@@ -152,6 +149,7 @@ export class Consumer {
     }
     for (const endPause of [...this.pauses]) endPause();
     await Promise.allSettled([...this.inFlight]);
+    this.current?.acks.flush();
     await this.channel.close();
     this.current = undefined;
   }

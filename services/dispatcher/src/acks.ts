@@ -1,0 +1,75 @@
+import type { Channel, ConsumeMessage } from 'amqplib';
+
+/**
+ * Settles one channel's messages, acknowledging finished ones together where that is safe. An ack
+ * with `multiple` settles every unsettled message up to its delivery tag, so it may only reach
+ * below the oldest message still being handled; a finished message above that one is acked on its
+ * own straight away, never held back behind a slow one (a hanging endpoint would otherwise hold
+ * every later message, and with them the prefetch). Messages finished in the same turn of the
+ * event loop share one frame. On this broker a quorum-queue message cost 78 µs of RabbitMQ's CPU
+ * acked alone and 34 µs acked ten at a time (docs/benchmarks.md).
+ */
+export class ChannelAcks {
+  private readonly ch: Channel;
+  private readonly onChannelGone: (error: unknown, messages: number) => void;
+  /** Delivery tags being handled. RabbitMQ numbers a channel's deliveries upwards, so the first is the oldest. */
+  private readonly handling = new Set<number>();
+  private finished: ConsumeMessage[] = [];
+  private scheduled = false;
+
+  constructor(ch: Channel, onChannelGone: (error: unknown, messages: number) => void) {
+    this.ch = ch;
+    this.onChannelGone = onChannelGone;
+  }
+
+  /** A message has arrived and its handling starts. */
+  received(message: ConsumeMessage): void {
+    this.handling.add(message.fields.deliveryTag);
+  }
+
+  /** Its handling is done: it is acked in this turn's batch. */
+  ack(message: ConsumeMessage): void {
+    this.handling.delete(message.fields.deliveryTag);
+    this.finished.push(message);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** Rejected at once: dead-lettered (parked), or returned to its queue when `requeue`. */
+  nack(message: ConsumeMessage, requeue: boolean): void {
+    this.handling.delete(message.fields.deliveryTag);
+    this.settle(() => this.ch.nack(message, false, requeue), 1);
+  }
+
+  /** Sends the acks not yet sent (also called before the channel is closed on purpose). */
+  flush(): void {
+    this.scheduled = false;
+    if (this.finished.length === 0) return;
+    const oldestHandled = this.handling.values().next().value ?? Infinity;
+    let prefixEnd: ConsumeMessage | undefined;
+    const alone: ConsumeMessage[] = [];
+    for (const message of this.finished) {
+      if (message.fields.deliveryTag > oldestHandled) alone.push(message);
+      else if (!prefixEnd || message.fields.deliveryTag > prefixEnd.fields.deliveryTag) prefixEnd = message;
+    }
+    const count = this.finished.length;
+    this.finished = [];
+    this.settle(() => {
+      // Every tag up to prefixEnd is settled or finished: nothing older is being handled.
+      if (prefixEnd) this.ch.ack(prefixEnd, true);
+      for (const message of alone) this.ch.ack(message);
+    }, count);
+  }
+
+  private settle(send: () => void, messages: number): void {
+    try {
+      send();
+    } catch (error) {
+      // The channel is gone (a reconnect): RabbitMQ redelivers these messages, which is the
+      // at-least-once we want. Settling them on the new channel would name tags it never issued.
+      this.onChannelGone(error, messages);
+    }
+  }
+}
