@@ -32,7 +32,7 @@ export function readConfig(source: Record<string, string | undefined> = process.
     ca: caFile ? readCa(caFile, env) : undefined,
     /** Attempts log entries are kept this long (the same window as GET /events). */
     retentionMs: env.duration('EVENT_RETENTION', '30d'),
-    /** Deliveries in flight per dispatcher; bounds memory and sockets (bounded prefetch). */
+    /** Events, and as many queued deliveries, in flight per dispatcher; bounds memory and sockets. */
     prefetch: env.int('DISPATCHER_PREFETCH', 100, { min: 1, max: 10_000 }),
     /**
      * A delivery that finds its webhook's attempts and waiting places all taken (a burst) goes

@@ -5,7 +5,7 @@ import type { Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
 import { parseContent, type Disposition, type Publisher } from './consumer.ts';
 import type { AttemptResult, Sender } from './delivery.ts';
-import type { DeferReason, Endpoints } from './endpoints.ts';
+import type { DeferReason, Endpoints, Source } from './endpoints.ts';
 import { nextRetry } from './schedule.ts';
 import type { DeliveryStore } from './store.ts';
 import type { Topology } from './topology.ts';
@@ -30,21 +30,13 @@ export type Outcome =
   | { kind: 'queued'; reason: 'endpoint_busy' }
   | { kind: 'dropped'; reason: 'webhook_gone' | 'webhook_off' | 'unsubscribed' };
 
-/**
- * What becomes of a delivery whose webhook has every slot taken and as many deliveries waiting:
- * `defer` it round a delay queue (a queued delivery: the line is full, so the webhook is slow), or
- * `queue` it on the deliveries queue at once (a first attempt made during fan-out, whose event must
- * not wait on one slow webhook while its other webhooks' deliveries are done).
- */
-export type WhenFull = 'defer' | 'queue';
-
 export interface Deliverer {
   /** One attempt of the delivery to its webhook as just read (undefined: the webhook is gone). */
   attempt(
     delivery: DeliveryMessage,
     target: DeliveryTarget | undefined,
     publisher: Publisher,
-    whenFull: WhenFull,
+    source: Source,
   ): Promise<Outcome>;
   /** Handles a message of the deliveries queue: a retry, a deferral come back, or a queued delivery. */
   handle(message: ConsumeMessage, publisher: Publisher): Promise<Disposition>;
@@ -124,15 +116,19 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     return { kind: 'queued', reason: 'endpoint_busy' };
   };
 
-  const attempt: Deliverer['attempt'] = async (delivery, target, publisher, whenFull) => {
+  const attempt: Deliverer['attempt'] = async (delivery, target, publisher, source) => {
     let outcome = prepare(delivery, target);
     if (!outcome) {
-      const guarded = await endpoints.run(delivery.webhook_id, () =>
-        sender.send({ url: target!.url, event: delivery.event, secrets: target!.secrets }),
+      const guarded = await endpoints.run(
+        delivery.webhook_id,
+        () => sender.send({ url: target!.url, event: delivery.event, secrets: target!.secrets }),
+        source,
       );
       if ('deferred' in guarded) {
+        // A full line at fan-out queues the delivery, so its event is not held by one busy webhook;
+        // a full line for a queued delivery means the webhook is slow: it goes round a delay queue.
         outcome =
-          guarded.deferred === 'endpoint_busy' && whenFull === 'queue'
+          guarded.deferred === 'endpoint_busy' && source === 'fan_out'
             ? await handleQueued(delivery, publisher)
             : await handleDeferred(delivery, guarded.deferred, publisher);
       } else if (guarded.attempted.error === null) outcome = await handleSuccess(delivery, guarded.attempted);
@@ -151,7 +147,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
         logger.error({ messageId: message.properties.messageId }, 'malformed delivery message parked');
         return 'park';
       }
-      await attempt(delivery, await store.target(delivery.webhook_id), publisher, 'defer');
+      await attempt(delivery, await store.target(delivery.webhook_id), publisher, 'deliveries_queue');
       return 'ack';
     },
   };

@@ -2,7 +2,7 @@ import CircuitBreaker from 'opossum';
 import type { AttemptResult } from './delivery.ts';
 
 export interface EndpointProtection {
-  /** Attempts in flight to one webhook; as many again may wait, the rest are deferred. */
+  /** Attempts in flight to one webhook; as many again may wait per source (Source), the rest are not made now. */
   concurrency: number;
   breaker: {
     /** The breaker opens when more than this share of recent attempts failed... */
@@ -14,6 +14,15 @@ export interface EndpointProtection {
     cooldownMs: number;
   };
 }
+
+/**
+ * Where a delivery comes from, which is also the line it waits in: a first attempt made at
+ * fan-out, or a delivery taken from the deliveries queue (a retry, or one a full line sent there).
+ * Each has a line of its own, served oldest first, so a steady stream of events cannot keep the
+ * queued deliveries out of a busy webhook's line (they would go round a delay queue again and
+ * again).
+ */
+export type Source = 'fan_out' | 'deliveries_queue';
 
 /** Why a delivery was not attempted now. It takes the retry path; it is never dropped. */
 export type DeferReason = 'circuit_open' | 'endpoint_busy';
@@ -31,7 +40,8 @@ class AttemptFailed extends Error {
 
 /**
  * Short-term protection of one webhook endpoint, per dispatcher process (architecture example 6):
- * a concurrency cap, so a slow endpoint holds at most 2 × cap of the prefetched deliveries, and a
+ * a concurrency cap, so a slow endpoint holds at most cap attempts and cap waiting from each source
+ * of the prefetched messages (3 × cap in all), and a
  * circuit breaker, so a dead one stops holding workers at all once it has failed enough. Both only
  * defer deliveries; the durable switch-off after WEBHOOK_FAILURE_WINDOW is a separate policy
  * (switch-off.ts) that reads the attempts, not this state.
@@ -40,7 +50,8 @@ class Endpoint {
   private readonly breaker: CircuitBreaker<[() => Promise<AttemptResult>], AttemptResult>;
   private readonly concurrency: number;
   private active = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting: { source: Source; start: () => void }[] = [];
+  private readonly waitingFrom: Record<Source, number> = { fan_out: 0, deliveries_queue: 0 };
   lastUsed = Date.now();
 
   constructor(protection: EndpointProtection) {
@@ -73,12 +84,13 @@ class Endpoint {
     return this.breaker.opened;
   }
 
-  async run(send: () => Promise<AttemptResult>): Promise<GuardedResult> {
+  async run(send: () => Promise<AttemptResult>, source: Source): Promise<GuardedResult> {
     this.lastUsed = Date.now();
     if (this.breaker.opened) return { deferred: 'circuit_open' };
     if (this.active >= this.concurrency) {
-      if (this.waiting.length >= this.concurrency) return { deferred: 'endpoint_busy' };
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
+      if (this.waitingFrom[source] >= this.concurrency) return { deferred: 'endpoint_busy' };
+      this.waitingFrom[source]++;
+      await new Promise<void>((start) => this.waiting.push({ source, start }));
     } else {
       this.active++;
     }
@@ -91,8 +103,10 @@ class Endpoint {
     } finally {
       // Hand the slot straight to the next waiter, so `active` never dips and lets a newcomer jump the queue.
       const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
+      if (next) {
+        this.waitingFrom[next.source]--;
+        next.start();
+      } else this.active--;
     }
   }
 
@@ -115,16 +129,16 @@ export class Endpoints {
   }
 
   /**
-   * Runs the attempt when the webhook has a free slot, or once one frees behind at most
-   * `concurrency` others waiting; beyond that it is deferred as `endpoint_busy`.
+   * Runs the attempt when the webhook has a free slot, or once one frees if fewer than
+   * `concurrency` others from the same source are waiting; otherwise it is `endpoint_busy`.
    */
-  run(webhookId: string, send: () => Promise<AttemptResult>): Promise<GuardedResult> {
+  run(webhookId: string, send: () => Promise<AttemptResult>, source: Source): Promise<GuardedResult> {
     let endpoint = this.byWebhook.get(webhookId);
     if (!endpoint) {
       endpoint = new Endpoint(this.protection);
       this.byWebhook.set(webhookId, endpoint);
     }
-    return endpoint.run(send);
+    return endpoint.run(send, source);
   }
 
   /** How many breakers are open now (a metric). */

@@ -12,7 +12,7 @@ import type { DeliveryStore } from './store.ts';
  * the machine than the attempt itself. A webhook with every slot taken and its waiting line full
  * does not hold the event up: its delivery goes to the deliveries queue (and one whose breaker is
  * open to a delay queue), so a slow or dead webhook holds at most twice its concurrency cap of
- * events while the others flow (endpoints.ts).
+ * events (running and waiting) while the others flow (endpoints.ts).
  *
  * The event is acked only once every first attempt is recorded and every delivery that still
  * needs one is confirmed by RabbitMQ: a crash in between attempts it again for every webhook, and
@@ -43,7 +43,7 @@ export function fanOutHandler(deps: { store: DeliveryStore; deliverer: Deliverer
           },
           target,
           publisher,
-          'queue',
+          'fan_out',
         ),
       ),
     );
