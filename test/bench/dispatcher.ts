@@ -469,8 +469,8 @@ async function main() {
       .sort((x, y) => x - y);
     const missing = latencies.filter((l) => l === Infinity).length;
     serviceWarnings.push(...warnings(e2e.log()), ...warnings(recorder.log()));
-    // Deliveries put off by the per-endpoint cap (more than 2 × DISPATCHER_ENDPOINT_CONCURRENCY in
-    // flight to the one webhook) wait for the first retry delay, 1 minute: they make the maximum.
+    // Deliveries put off by the per-endpoint cap (its attempts and both waiting lines full, see
+    // endpoints.ts) wait DISPATCHER_BUSY_DELAY (1 s) and may be put off again: they make the maximum.
     const deferred = e2e
       .log()
       .split('\n')

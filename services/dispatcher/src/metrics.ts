@@ -12,7 +12,7 @@ export function dispatcherMetrics(
   const registers = [registry];
   const deliveries = new Counter({
     name: 'trips_deliveries_total',
-    help: 'Delivery messages handled, by outcome: delivered, retry_scheduled, gave_up, deferred, dropped.',
+    help: 'Deliveries handled, by outcome: delivered, retry_scheduled, gave_up, deferred, queued, dropped.',
     labelNames: ['outcome'] as const,
     registers,
   });
