@@ -82,7 +82,7 @@ async function main() {
   const t = await createTestDatabase();
   onCleanup(() => t.drop());
   const prefix = randomAmqpPrefix();
-  // The default delays (WEBHOOK_RETRY_DELAYS and DISPATCHER_BUSY_DELAY), as the dispatchers here run.
+  // The default delays (WEBHOOK_RETRY_DELAYS and DISPATCHER_BUSY_DELAYS), as the dispatchers here run.
   const names = topology(prefix, readConfig({}).policy.queueDelaysMs);
   onCleanup(() =>
     deleteAmqpObjects({
@@ -419,7 +419,8 @@ async function main() {
     });
     onCleanup(() => recorder.stop());
     await waitReady(recorder, `http://127.0.0.1:${recorderHealth}/readyz`);
-    const e2e = await startDispatcher('dispatcher-e2e', {});
+    // BENCH_E2E_ENV (JSON) overrides the dispatcher's production defaults, to explore settings.
+    const e2e = await startDispatcher('dispatcher-e2e', JSON.parse(process.env.BENCH_E2E_ENV ?? '{}'));
     onCleanup(() => e2e.stop());
 
     // The host application's writes: one trip per INSERT (its own transaction), started on an
@@ -469,8 +470,8 @@ async function main() {
       .sort((x, y) => x - y);
     const missing = latencies.filter((l) => l === Infinity).length;
     serviceWarnings.push(...warnings(e2e.log()), ...warnings(recorder.log()));
-    // Deliveries put off by the per-endpoint cap (its attempts and both waiting lines full, see
-    // endpoints.ts) wait DISPATCHER_BUSY_DELAY (1 s) and may be put off again: they make the maximum.
+    // Deliveries put off by the per-endpoint cap (every slot taken and no turn expected within a
+    // second, see endpoints.ts) wait DISPATCHER_BUSY_DELAYS (1 s, then longer): they make the maximum.
     const deferred = e2e
       .log()
       .split('\n')

@@ -30,6 +30,12 @@ export interface DeliveryMessage {
   attempt: number;
   /** When this delivery first failed (ms since the epoch), null before any failure. */
   first_failed_at: number | null;
+  /**
+   * How often this attempt was put off because its webhook was saturated (absent: never). Each
+   * time it waits longer (DISPATCHER_BUSY_DELAYS), so a slow endpoint's backlog backs off instead of
+   * circling. Reset by an attempt.
+   */
+  busy_deferrals?: number;
 }
 
 const eventRef = { $ref: '#/components/schemas/Event' };
@@ -55,6 +61,7 @@ export const MESSAGE_SCHEMAS = {
       event: eventRef,
       attempt: { type: 'integer', minimum: 1 },
       first_failed_at: { type: ['integer', 'null'], minimum: 0 },
+      busy_deferrals: { type: 'integer', minimum: 1 },
     },
   },
 } as const satisfies Record<string, JsonSchema>;

@@ -35,11 +35,12 @@ export function readConfig(source: Record<string, string | undefined> = process.
     /** Events, and as many queued deliveries, in flight per dispatcher; bounds memory and sockets. */
     prefetch: env.int('DISPATCHER_PREFETCH', 100, { min: 1, max: 10_000 }),
     /**
-     * A delivery that finds its webhook's attempts and waiting places all taken (a burst) goes
-     * round a delay queue this long: briefly, since the endpoint is busy, not failing.
+     * A delivery that cannot wait its turn at a saturated webhook goes round a delay queue: the
+     * first of these, then each in turn, the last one repeating. Not an attempt: the endpoint is
+     * busy, not failing. The first is also the longest a delivery waits in line (endpoints.ts).
      */
-    busyDelayMs: env.duration('DISPATCHER_BUSY_DELAY', '1s'),
-    /** Attempts in flight to one webhook from one dispatcher; more wait, beyond twice this they are deferred. */
+    busyDelaysMs: env.durations('DISPATCHER_BUSY_DELAYS', '1s,5s,30s'),
+    /** Attempts in flight to one webhook from one dispatcher; more wait their turn, or are put off (endpoints.ts). */
     endpointConcurrency: env.int('DISPATCHER_ENDPOINT_CONCURRENCY', 10, { min: 1, max: 1_000 }),
     /**
      * How long a webhook's circuit breaker stays open before one trial attempt: 30s, or a quarter
@@ -87,7 +88,7 @@ function readCa(file: string, env: EnvReader): string | undefined {
  * The delivery policy as data, derived from the settings in one place (architecture example 4).
  * Everything that decides when to retry, warn or switch off reads it from here.
  */
-function deliveryPolicy(c: { retryDelaysMs: number[]; failureWindowMs: number; busyDelayMs: number }) {
+function deliveryPolicy(c: { retryDelaysMs: number[]; failureWindowMs: number; busyDelaysMs: number[] }) {
   return {
     retryDelaysMs: c.retryDelaysMs,
     failureWindowMs: c.failureWindowMs,
@@ -100,12 +101,13 @@ function deliveryPolicy(c: { retryDelaysMs: number[]; failureWindowMs: number; b
      */
     sweepIntervalMs: Math.min(60_000, Math.max(250, Math.round(c.failureWindowMs / 20))),
     /**
-     * How long a delivery that cannot be tried now waits, by reason: behind an open breaker as
-     * long as a first retry (the endpoint is failing); behind a saturated one only briefly.
+     * How long a delivery that cannot be tried now waits, by reason, the n-th time it is put off
+     * (the last one repeating): behind an open breaker as long as a first retry (the endpoint is
+     * failing); behind a saturated one briefly at first, then longer (schedule.ts).
      */
-    deferDelayMs: { circuit_open: c.retryDelaysMs[0]!, endpoint_busy: c.busyDelayMs },
+    deferDelaysMs: { circuit_open: [c.retryDelaysMs[0]!], endpoint_busy: c.busyDelaysMs },
     /** Every delay a delivery can wait in a queue: one delay queue each (topology.ts). */
-    queueDelaysMs: [...new Set([...c.retryDelaysMs, c.busyDelayMs])],
+    queueDelaysMs: [...new Set([...c.retryDelaysMs, ...c.busyDelaysMs])],
   };
 }
 

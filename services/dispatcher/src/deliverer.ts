@@ -6,7 +6,7 @@ import type { DeliveryPolicy } from './config.ts';
 import { parseContent, type Disposition, type Publisher } from './consumer.ts';
 import type { AttemptResult, Sender } from './delivery.ts';
 import type { DeferReason, Endpoints, Source } from './endpoints.ts';
-import { nextRetry } from './schedule.ts';
+import { deferDelay, nextRetry } from './schedule.ts';
 import type { DeliveryStore } from './store.ts';
 import type { Topology } from './topology.ts';
 
@@ -91,9 +91,11 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     await record(delivery, result);
     const retry = nextRetry(policy, delivery.attempt, delivery.first_failed_at, result.at.getTime());
     if (!retry) return { kind: 'gave_up', result };
-    // Confirmed by RabbitMQ before the current copy is acked.
+    // Confirmed by RabbitMQ before the current copy is acked. The next attempt starts with no
+    // busy deferrals: they back off within one attempt.
+    const { busy_deferrals: _, ...rest } = delivery;
     await publish(publisher, topology.retryQueue(retry.delayMs), {
-      ...delivery,
+      ...rest,
       attempt: delivery.attempt + 1,
       first_failed_at: retry.firstFailedAt,
     });
@@ -106,8 +108,13 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     publisher: Publisher,
   ): Promise<Outcome> => {
     // Not an attempt: nothing was sent, so the attempt number and the window stay as they were.
-    const delayMs = policy.deferDelayMs[reason];
-    await publish(publisher, topology.retryQueue(delayMs), delivery);
+    const busyBefore = delivery.busy_deferrals ?? 0;
+    const delayMs = deferDelay(policy, reason, busyBefore);
+    await publish(
+      publisher,
+      topology.retryQueue(delayMs),
+      reason === 'endpoint_busy' ? { ...delivery, busy_deferrals: busyBefore + 1 } : delivery,
+    );
     return { kind: 'deferred', reason, delayMs };
   };
 
@@ -125,8 +132,8 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
         source,
       );
       if ('deferred' in guarded) {
-        // A full line at fan-out queues the delivery, so its event is not held by one busy webhook;
-        // a full line for a queued delivery means the webhook is slow: it goes round a delay queue.
+        // No place in line at fan-out queues the delivery, so its event is not held by one busy
+        // webhook; none for a queued delivery means the webhook is slow: it goes round a delay queue.
         outcome =
           guarded.deferred === 'endpoint_busy' && source === 'fan_out'
             ? await handleQueued(delivery, publisher)

@@ -2,8 +2,10 @@ import CircuitBreaker from 'opossum';
 import type { AttemptResult } from './delivery.ts';
 
 export interface EndpointProtection {
-  /** Attempts in flight to one webhook; as many again may wait per source (Source), the rest are not made now. */
+  /** Attempts in flight to one webhook; more wait their turn while it is expected soon (Endpoint). */
   concurrency: number;
+  /** The longest a delivery waits in line for a slot: DISPATCHER_BUSY_DELAYS' first. */
+  maxWaitMs: number;
   breaker: {
     /** The breaker opens when more than this share of recent attempts failed... */
     errorThresholdPercentage: number;
@@ -16,11 +18,10 @@ export interface EndpointProtection {
 }
 
 /**
- * Where a delivery comes from, which is also the line it waits in: a first attempt made at
- * fan-out, or a delivery taken from the deliveries queue (a retry, or one a full line sent there).
- * Each has a line of its own, served oldest first, so a steady stream of events cannot keep the
- * queued deliveries out of a busy webhook's line (they would go round a delay queue again and
- * again).
+ * Where a delivery comes from: a first attempt made at fan-out, or a delivery taken from the
+ * deliveries queue (a retry, or one a full line sent there). Each source may always have up to
+ * `concurrency` deliveries waiting, so a steady stream of events cannot keep the queued deliveries
+ * out of a busy webhook's line.
  */
 export type Source = 'fan_out' | 'deliveries_queue';
 
@@ -38,24 +39,49 @@ class AttemptFailed extends Error {
   }
 }
 
+interface Waiter {
+  source: Source;
+  /** performance.now() past which it leaves the line. */
+  deadline: number;
+  /** true: a slot is its; false: it waited maxWaitMs in vain. */
+  start: (started: boolean) => void;
+}
+
+/** Weight of the newest attempt in the running mean of attempt durations. */
+const DURATION_WEIGHT = 0.2;
+
 /**
  * Short-term protection of one webhook endpoint, per dispatcher process (architecture example 6):
- * a concurrency cap, so a slow endpoint holds at most cap attempts and cap waiting from each source
- * of the prefetched messages (3 × cap in all), and a
- * circuit breaker, so a dead one stops holding workers at all once it has failed enough. Both only
- * defer deliveries; the durable switch-off after WEBHOOK_FAILURE_WINDOW is a separate policy
- * (switch-off.ts) that reads the attempts, not this state.
+ * a concurrency cap with a line measured in time, and a circuit breaker, so a dead endpoint stops
+ * holding workers at all once it has failed enough. Both only defer deliveries; the durable
+ * switch-off after WEBHOOK_FAILURE_WINDOW is a separate policy (switch-off.ts) that reads the
+ * attempts, not this state.
+ *
+ * The line: with every slot taken, a delivery waits for one when its turn is expected within
+ * maxWaitMs, which is how long going round the first busy delay queue would take anyway. Turns come
+ * at one per (mean attempt duration / concurrency), or slower if no slot has freed for longer than
+ * that: a hanging endpoint gets no more waiters than the floor (`concurrency` per source), so its
+ * waiters do not hold the events of other webhooks. A healthy endpoint that is merely saturated (a
+ * burst) gets a long line, and the burst waits its turn instead of going round a delay queue. No
+ * delivery waits longer than maxWaitMs, whatever the estimate said: then it is put off.
  */
 class Endpoint {
   private readonly breaker: CircuitBreaker<[() => Promise<AttemptResult>], AttemptResult>;
   private readonly concurrency: number;
+  private readonly maxWaitMs: number;
   private active = 0;
-  private readonly waiting: { source: Source; start: () => void }[] = [];
+  private readonly waiting: Waiter[] = [];
   private readonly waitingFrom: Record<Source, number> = { fan_out: 0, deliveries_queue: 0 };
+  /** Running mean of attempt durations, ms; unknown until one finished. */
+  private meanDurationMs: number | undefined;
+  /** When a slot last freed or, if later, when the last free slot was taken. */
+  private lastTurnAt = 0;
+  private evictTimer: NodeJS.Timeout | undefined;
   lastUsed = Date.now();
 
   constructor(protection: EndpointProtection) {
     this.concurrency = protection.concurrency;
+    this.maxWaitMs = protection.maxWaitMs;
     this.breaker = new CircuitBreaker(
       async (send: () => Promise<AttemptResult>) => {
         const result = await send();
@@ -87,30 +113,72 @@ class Endpoint {
   async run(send: () => Promise<AttemptResult>, source: Source): Promise<GuardedResult> {
     this.lastUsed = Date.now();
     if (this.breaker.opened) return { deferred: 'circuit_open' };
-    if (this.active >= this.concurrency) {
-      if (this.waitingFrom[source] >= this.concurrency) return { deferred: 'endpoint_busy' };
-      this.waitingFrom[source]++;
-      await new Promise<void>((start) => this.waiting.push({ source, start }));
-    } else {
-      this.active++;
+    if (this.active < this.concurrency) {
+      if (++this.active === this.concurrency) this.lastTurnAt = performance.now();
+    } else if (!this.mayWait(source) || !(await this.wait(source))) {
+      return { deferred: 'endpoint_busy' };
     }
+    const startedAt = performance.now();
+    let attempted = false;
     try {
-      return { attempted: await this.breaker.fire(send) };
+      const result = await this.breaker.fire(send);
+      attempted = true;
+      return { attempted: result };
     } catch (error) {
-      if (error instanceof AttemptFailed) return { attempted: error.result };
-      // EOPENBREAKER: opened while this one waited, or a half-open trial is already out.
-      return { deferred: 'circuit_open' };
+      if (!(error instanceof AttemptFailed)) return { deferred: 'circuit_open' }; // EOPENBREAKER: opened while this one waited, or a half-open trial is already out
+      attempted = true;
+      return { attempted: error.result };
     } finally {
+      this.lastTurnAt = performance.now();
+      if (attempted) this.observe(this.lastTurnAt - startedAt);
       // Hand the slot straight to the next waiter, so `active` never dips and lets a newcomer jump the queue.
       const next = this.waiting.shift();
       if (next) {
         this.waitingFrom[next.source]--;
-        next.start();
+        next.start(true);
       } else this.active--;
     }
   }
 
+  private observe(durationMs: number): void {
+    this.meanDurationMs =
+      this.meanDurationMs === undefined
+        ? durationMs
+        : this.meanDurationMs + DURATION_WEIGHT * (durationMs - this.meanDurationMs);
+  }
+
+  /** Whether a delivery finding every slot taken may wait for one (see the class comment). */
+  private mayWait(source: Source): boolean {
+    if (this.waitingFrom[source] < this.concurrency) return true;
+    if (this.meanDurationMs === undefined) return false;
+    const turnEveryMs = Math.max(this.meanDurationMs / this.concurrency, performance.now() - this.lastTurnAt);
+    return (this.waiting.length + 1) * turnEveryMs <= this.maxWaitMs;
+  }
+
+  /** Waits in line; false once maxWaitMs passed without a slot. */
+  private wait(source: Source): Promise<boolean> {
+    this.waitingFrom[source]++;
+    return new Promise((start) => {
+      this.waiting.push({ source, deadline: performance.now() + this.maxWaitMs, start });
+      this.evictTimer ??= setTimeout(this.evictOverdue, this.maxWaitMs).unref();
+    });
+  }
+
+  /** Sends away the waiters past their deadline; deadlines grow along the line, so from the front. */
+  private readonly evictOverdue = () => {
+    this.evictTimer = undefined;
+    const now = performance.now();
+    while (this.waiting.length > 0 && this.waiting[0]!.deadline <= now) {
+      const overdue = this.waiting.shift()!;
+      this.waitingFrom[overdue.source]--;
+      overdue.start(false);
+    }
+    if (this.waiting.length > 0)
+      this.evictTimer = setTimeout(this.evictOverdue, this.waiting[0]!.deadline - now).unref();
+  };
+
   shutdown(): void {
+    clearTimeout(this.evictTimer);
     this.breaker.shutdown();
   }
 }
@@ -129,8 +197,8 @@ export class Endpoints {
   }
 
   /**
-   * Runs the attempt when the webhook has a free slot, or once one frees if fewer than
-   * `concurrency` others from the same source are waiting; otherwise it is `endpoint_busy`.
+   * Runs the attempt when the webhook has a free slot, or once one frees if it may wait for one
+   * (Endpoint); otherwise it is `endpoint_busy`.
    */
   run(webhookId: string, send: () => Promise<AttemptResult>, source: Source): Promise<GuardedResult> {
     let endpoint = this.byWebhook.get(webhookId);

@@ -31,6 +31,7 @@ export interface DispatcherHooks {
 /** Short-term endpoint protection (endpoints.ts). Policy as data, with why in each comment. */
 const DEFAULT_PROTECTION: EndpointProtection = {
   concurrency: 10,
+  maxWaitMs: 1_000,
   breaker: {
     // Open on a clear majority of failures, and only after enough attempts that one event's own
     // retries (at most a handful per window) can never open it: the schedule stays exact.
@@ -65,6 +66,7 @@ export async function startDispatcherService(
   const endpoints = new Endpoints({
     ...DEFAULT_PROTECTION,
     concurrency: config.endpointConcurrency,
+    maxWaitMs: config.busyDelaysMs[0]!,
     breaker: { ...DEFAULT_PROTECTION.breaker, cooldownMs: config.breakerCooldownMs },
     ...hooks.protection,
   });

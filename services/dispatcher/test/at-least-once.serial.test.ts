@@ -16,7 +16,7 @@ import {
   type TestDatabase,
   type TestReceiver,
 } from '@trips/testkit';
-import { queueNames, topology } from '../src/index.ts';
+import { queueNames, readConfig, topology } from '../src/index.ts';
 import { agencyWithOwners, makeEvent, webhookFor } from './support.ts';
 
 // The dispatcher as its own process, killed with SIGKILL mid-delivery and cut off by a RabbitMQ
@@ -40,7 +40,8 @@ afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
   await receiver.close();
   await deleteAmqpObjects({
-    queues: queueNames(topology(prefix, [500, 1_000])), // WEBHOOK_RETRY_DELAYS and DISPATCHER_BUSY_DELAY
+    // WEBHOOK_RETRY_DELAYS as set below and the default DISPATCHER_BUSY_DELAYS.
+    queues: queueNames(topology(prefix, readConfig({ WEBHOOK_RETRY_DELAYS: '500ms' }).policy.queueDelaysMs)),
     exchanges: [`${prefix}trips.events`],
   });
   await t.drop();

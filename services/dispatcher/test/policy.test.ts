@@ -1,5 +1,6 @@
 import { ConfigError } from '@trips/runtime';
 import { nextRetry, readConfig, signatureHeader } from '../src/index.ts';
+import { deferDelay } from '../src/schedule.ts';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -25,6 +26,26 @@ describe('the retry schedule (spec 6.3)', () => {
       8 * HOUR + 36 * MINUTE,
       32 * HOUR + 36 * MINUTE,
       56 * HOUR + 36 * MINUTE,
+    ]);
+  });
+
+  test('a delivery put off again and again for a busy endpoint backs off; behind an open breaker it waits a first retry', () => {
+    const { policy } = readConfig({});
+    expect([0, 1, 2, 3, 10].map((earlier) => deferDelay(policy, 'endpoint_busy', earlier))).toEqual([
+      1_000, 5_000, 30_000, 30_000, 30_000,
+    ]);
+    expect([0, 3].map((earlier) => deferDelay(policy, 'circuit_open', earlier))).toEqual([MINUTE, MINUTE]);
+    // One delay queue for each delay either can wait.
+    expect(policy.queueDelaysMs).toEqual([
+      MINUTE,
+      5 * MINUTE,
+      30 * MINUTE,
+      2 * HOUR,
+      6 * HOUR,
+      24 * HOUR,
+      1_000,
+      5_000,
+      30_000,
     ]);
   });
 

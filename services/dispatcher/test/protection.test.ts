@@ -8,7 +8,8 @@ import {
 } from './support.ts';
 
 // Per-endpoint protection: a breaker that opens after 3 attempts mostly failing and tries again
-// after 1 s, and at most 2 attempts in flight per endpoint. A long window, so nothing gives up.
+// after 1 s, at most 2 attempts in flight per endpoint, and deliveries put off for a busy one back
+// off from 300 ms to 600 ms. A long window, so nothing gives up.
 let ca: TestCa;
 let d: TestDispatcher;
 const receivers: TestReceiver[] = [];
@@ -21,6 +22,7 @@ beforeAll(async () => {
       WEBHOOK_RETRY_DELAYS: '1s',
       WEBHOOK_FAILURE_WINDOW: '1m',
       DISPATCHER_ENDPOINT_CONCURRENCY: '2',
+      DISPATCHER_BUSY_DELAYS: '300ms,600ms',
     },
     {
       protection: {
@@ -118,6 +120,39 @@ test('at most the cap of attempts is in flight to one endpoint; the excess is de
     mine.filter((o) => o.outcome.kind === 'deferred' && o.outcome.reason === 'endpoint_busy').length,
   ).toBeGreaterThan(0);
   // Neither queuing nor deferring is an attempt: every event got through on its first.
+  const attempts = await d.db
+    .selectFrom('webhook_attempts')
+    .select('attempt')
+    .where('webhook_id', '=', webhook.id)
+    .execute();
+  expect(attempts.map((a) => a.attempt)).toEqual(events.map(() => 1));
+});
+
+test('deliveries put off again and again by a slow endpoint back off, and all arrive on their first attempt', async () => {
+  const { agencyId } = await agencyWithOwners(d.db);
+  const r = await receiver();
+  r.answer = () => ({ status: 200, delayMs: 1_500 }); // slow, within the 2 s WEBHOOK_TIMEOUT
+  const webhook = await webhookFor(d.db, agencyId, r.url, ['trip.updated']);
+  const events = Array.from({ length: 10 }, () => makeEvent('trip.updated'));
+  for (const event of events) await d.publish(agencyId, event);
+
+  const deferredDelays = (eventId: string) =>
+    d.outcomes
+      .filter((o) => o.webhookId === webhook.id && o.eventId === eventId)
+      .flatMap((o) => (o.outcome.kind === 'deferred' ? [o.outcome.delayMs] : []));
+  await waitFor(() => events.some((e) => deferredDelays(e.id).length >= 3), {
+    what: 'a delivery put off three times',
+  });
+  r.answer = () => ({ status: 200 });
+  await waitFor(async () => (await succeededEventIds(webhook.id)).size === events.length, {
+    timeoutMs: 20_000,
+    what: 'every event delivered',
+  });
+  // Each delivery's deferrals wait 300 ms, then 600 ms from then on; a fixed delay would repeat 300.
+  for (const event of events) {
+    const delays = deferredDelays(event.id);
+    expect(delays).toEqual(delays.map((_, i) => (i === 0 ? 300 : 600)));
+  }
   const attempts = await d.db
     .selectFrom('webhook_attempts')
     .select('attempt')

@@ -1,0 +1,103 @@
+import type { AttemptResult } from '../src/delivery.ts';
+import { Endpoints, type GuardedResult } from '../src/endpoints.ts';
+
+// The per-endpoint line (endpoints.ts), on its own: two slots, and a delivery may wait for one
+// while its turn is expected within a second.
+const MAX_WAIT_MS = 1_000;
+let endpoints: Endpoints;
+
+beforeEach(() => {
+  endpoints = new Endpoints({
+    concurrency: 2,
+    maxWaitMs: MAX_WAIT_MS,
+    // A breaker that stays out of the way: these tests are about the line.
+    breaker: {
+      errorThresholdPercentage: 50,
+      volumeThreshold: 1_000,
+      rollingWindowMs: 10_000,
+      cooldownMs: 1_000,
+    },
+  });
+});
+
+afterEach(() => endpoints.close());
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const answered = (): AttemptResult => ({
+  at: new Date(),
+  durationMs: 0,
+  statusCode: 200,
+  error: null,
+  body: null,
+});
+
+/** An endpoint that answers every attempt after `ms`, counting how many it holds at once. */
+function endpointAnsweringIn(ms: number) {
+  const stats = { inFlight: 0, maxInFlight: 0 };
+  const send = async () => {
+    stats.maxInFlight = Math.max(stats.maxInFlight, ++stats.inFlight);
+    await sleep(ms);
+    stats.inFlight--;
+    return answered();
+  };
+  return { send, stats };
+}
+
+const busy = (results: GuardedResult[]) =>
+  results.filter((r) => 'deferred' in r && r.deferred === 'endpoint_busy').length;
+
+test('a burst at an endpoint known to answer quickly waits its turn; at one not yet measured, only as many as the floor wait', async () => {
+  const { send, stats } = endpointAnsweringIn(20);
+  const burst = (webhookId: string) =>
+    Promise.all(Array.from({ length: 40 }, () => endpoints.run(webhookId, send, 'fan_out')));
+
+  // Unmeasured: 2 attempts, 2 waiting (the floor, one slot's worth per source), 36 put off.
+  expect(busy(await burst('whk_cold'))).toBe(36);
+
+  // Measured at about 20 ms an attempt: a turn every 10 ms, the 40th within half a second.
+  await Promise.all([endpoints.run('whk_warm', send, 'fan_out'), endpoints.run('whk_warm', send, 'fan_out')]);
+  stats.maxInFlight = 0;
+  const results = await burst('whk_warm');
+  expect(busy(results)).toBe(0);
+  expect(results.every((r) => 'attempted' in r)).toBe(true);
+  expect(stats.maxInFlight).toBe(2);
+});
+
+test('at a hanging endpoint only the floor waits, and no one longer than the longest wait', async () => {
+  const { send } = endpointAnsweringIn(5);
+  await Promise.all([endpoints.run('whk_1', send, 'fan_out'), endpoints.run('whk_1', send, 'fan_out')]);
+  // Measured fast, then it hangs: both slots held, none freed for 600 ms, so a turn is due no
+  // sooner than every 600 ms and no place beyond the floor is within the second.
+  let release!: () => void;
+  const hung = new Promise<AttemptResult>((resolve) => (release = () => resolve(answered())));
+  const hanging = [
+    endpoints.run('whk_1', () => hung, 'fan_out'),
+    endpoints.run('whk_1', () => hung, 'fan_out'),
+  ];
+  await sleep(600);
+
+  const started = performance.now();
+  const settledAfter: number[] = [];
+  const track = (p: Promise<GuardedResult>) =>
+    p.then((r) => {
+      settledAfter.push(performance.now() - started);
+      return r;
+    });
+  const fromEvents = Array.from({ length: 10 }, () => track(endpoints.run('whk_1', send, 'fan_out')));
+  // The queued deliveries have a floor of their own, which the events' line does not take.
+  const fromQueue = Array.from({ length: 3 }, () => track(endpoints.run('whk_1', send, 'deliveries_queue')));
+  await sleep(100);
+  // 8 + 1 put off at once: the running mean alone (5 ms an attempt) would have let all 13 wait.
+  expect(settledAfter.length).toBe(9);
+
+  const results = await Promise.all([...fromEvents, ...fromQueue]);
+  expect(busy(results)).toBe(13);
+  // The 4 that waited left the line after the longest wait, not after the hang.
+  const waited = settledAfter.slice(9);
+  expect(Math.min(...waited)).toBeGreaterThanOrEqual(MAX_WAIT_MS - 20);
+  expect(Math.max(...waited)).toBeLessThan(MAX_WAIT_MS + 500);
+
+  release();
+  expect((await Promise.all(hanging)).every((r) => 'attempted' in r)).toBe(true);
+});
