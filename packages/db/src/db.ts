@@ -3,7 +3,7 @@ import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Database } from './schema.ts';
 import { migrationProvider } from './migrations/index.ts';
-import { prepareMarkedStatements } from './prepared.ts';
+import { sendQueriesLean } from './client-queries.ts';
 
 // `date` (OID 1082) stays the 'YYYY-MM-DD' text Postgres sends: turning it into a JS Date would
 // shift it by the process's time zone, and the API returns dates as plain dates anyway.
@@ -18,6 +18,13 @@ export interface DbOptions {
 }
 
 export function createDb(connectionString: string, options: DbOptions = {}): Kysely<Database> {
+  return new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: createPool(connectionString, options) }),
+  });
+}
+
+/** The pg pool under createDb: its clients survive a lost server and send queries lean (client-queries.ts). */
+export function createPool(connectionString: string, options: DbOptions = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? 10,
@@ -33,9 +40,9 @@ export function createDb(connectionString: string, options: DbOptions = {}): Kys
   // transaction's next query fails instead, and the pool drops the dead client when it is released.
   pool.on('connect', (client) => {
     client.on('error', () => {});
-    prepareMarkedStatements(client);
+    sendQueriesLean(client);
   });
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return pool;
 }
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {

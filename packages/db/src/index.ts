@@ -1,4 +1,4 @@
-export { createDb, migrateToLatest, type DbOptions } from './db.ts';
+export { createDb, createPool, migrateToLatest, type DbOptions } from './db.ts';
 export { migrations } from './migrations/index.ts';
 export type * from './schema.ts';
 export * from './repositories/agencies.ts';

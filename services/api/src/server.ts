@@ -8,7 +8,6 @@ import { AuthChangeListener, CredentialsCache } from './auth/credentials-cache.t
 import { KeyUsageRecorder } from './auth/key-usage.ts';
 import type { ApiConfig } from './config.ts';
 import { requestMetrics } from './http/request-metrics.ts';
-import { answerPgQueriesThroughCallbacks } from './pg-query-callbacks.ts';
 import { LeasedTokenBuckets } from './rate-limit/leases.ts';
 import { PostgresBuckets, RedisBuckets } from './rate-limit/token-bucket.ts';
 
@@ -22,7 +21,6 @@ export interface RunningApi {
 
 /** Opens every dependency, then listens. Used by main.ts, the tests and the benchmark alike. */
 export async function startApi(config: ApiConfig, logger: Logger): Promise<RunningApi> {
-  answerPgQueriesThroughCallbacks();
   const db = createDb(config.databaseUrl, { max: config.dbPoolSize, applicationName: 'trips-api' });
   const credentials = new CredentialsCache((hash) => findKeyCredentials(db, hash), config.keyCacheTtlMs);
   const listener = new AuthChangeListener(config.databaseUrl, credentials, logger);

@@ -110,7 +110,7 @@ export async function activeDeliveryTargets(db: Db, agencyIds: readonly string[]
   return deliveryTargets(db, ACTIVE_TARGETS_OF_AGENCIES, agencyIds);
 }
 
-// The dispatcher's hot statements are constant texts, prepared once per connection (prepared.ts):
+// The dispatcher's hot statements are constant texts, prepared once per connection (client-queries.ts):
 // neither kysely nor Postgres builds them again on every call.
 const deliveryTargetsWhere = (where: string) => `/* prepared: delivery_targets */
     SELECT w.id, w.agency_id, w.url, w.event_types, w.disabled_at, w.epoch,

@@ -1,15 +1,17 @@
 import { sql, type Kysely } from 'kysely';
+import type pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import {
   activeDeliveryTargets,
   createAgency,
   createDb,
+  createPool,
   createWebhook,
   findDeliveryTargets,
   recordAttempts,
   type Database,
 } from '../src/index.ts';
-import { preparedName } from '../src/prepared.ts';
+import { preparedName, sendQueriesLean } from '../src/client-queries.ts';
 
 let t: TestDatabase;
 // One connection, so every statement below runs on the session whose prepared statements are read.
@@ -102,4 +104,80 @@ test('after the connection is lost, its replacement prepares the statements agai
   const newPid = (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(db)).rows[0]!.pid;
   expect(newPid).not.toBe(pid);
   expect((await preparedOnThisConnection()).filter((n) => n.startsWith('delivery_targets_'))).toHaveLength(1);
+});
+
+describe("every other text query goes through pg's callback form", () => {
+  // A client of the pool under createDb, checked out, as kysely uses it.
+  let pool: pg.Pool;
+  let client: pg.PoolClient;
+  beforeAll(async () => {
+    pool = createPool(t.url, { max: 1 });
+    client = await pool.connect();
+  });
+  afterAll(async () => {
+    client.release();
+    await pool.end();
+  });
+
+  test('pg is called with a callback for a text, named for a marked text, and as given otherwise', async () => {
+    const calls: unknown[][] = [];
+    const fake = {
+      query(...args: unknown[]) {
+        calls.push(args);
+        const callback = args.at(-1);
+        if (typeof callback === 'function') callback(null, { rows: [{ ok: true }] });
+        return 'pg-own-answer';
+      },
+    };
+    sendQueriesLean(fake as unknown as pg.PoolClient);
+    const query = fake.query as (...args: unknown[]) => unknown;
+    await expect(query('SELECT 1', [1])).resolves.toEqual({ rows: [{ ok: true }] });
+    await expect(query('/* prepared: sample */ SELECT 1', [2])).resolves.toEqual({ rows: [{ ok: true }] });
+    const config = { text: 'SELECT 1' };
+    const callback = () => {};
+    expect(query(config)).toBe('pg-own-answer');
+    expect(query('SELECT 1', callback)).toBe('pg-own-answer');
+    expect(query('SELECT 1', [], callback)).toBe('pg-own-answer');
+    expect(calls).toEqual([
+      ['SELECT 1', [1], expect.any(Function)],
+      [
+        {
+          name: preparedName('/* prepared: sample */ SELECT 1'),
+          text: '/* prepared: sample */ SELECT 1',
+          values: [2],
+        },
+        expect.any(Function),
+      ],
+      [config, undefined, undefined],
+      ['SELECT 1', callback, undefined],
+      ['SELECT 1', [], callback],
+    ]);
+  });
+
+  test('a text query answers as pg would', async () => {
+    const result = await client.query('SELECT $1::int AS n, now() AS at', [7]);
+    expect(result.rows).toEqual([{ n: 7, at: expect.any(Date) }]);
+    expect(result.fields.map((f) => f.name)).toEqual(['n', 'at']);
+    expect(result.rowCount).toBe(1);
+  });
+
+  test('a failing text query rejects with pg’s error, and the client goes on', async () => {
+    await expect(client.query('SELECT * FROM no_such_table_here')).rejects.toMatchObject({
+      code: '42P01',
+      message: expect.stringContaining('no_such_table_here'),
+    });
+    expect((await client.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  });
+
+  test('callbacks and config objects go to pg unchanged; the config is not given a callback', async () => {
+    const viaCallback = await new Promise<pg.QueryResult>((resolve, reject) =>
+      client.query('SELECT 2 AS two', (error: Error | null, result: pg.QueryResult) =>
+        error ? reject(error) : resolve(result),
+      ),
+    );
+    expect(viaCallback.rows).toEqual([{ two: 2 }]);
+    const config = { text: 'SELECT $1::text AS s', values: ['x'] };
+    expect((await client.query(config)).rows).toEqual([{ s: 'x' }]);
+    expect(config).not.toHaveProperty('callback');
+  });
 });
