@@ -434,6 +434,16 @@ async function main() {
     const total = (E2E_WARMUP_SECONDS + E2E_SECONDS) * E2E_RATE;
     const measuredFrom = E2E_WARMUP_SECONDS * E2E_RATE;
     const writes: Promise<void>[] = [];
+    // CPU of every process involved while the trips are written: how busy the machine is.
+    const e2eGroups = {
+      recorder: () => [recorder.process.pid!],
+      dispatcher: () => [e2e.process.pid!],
+      receiver: () => [receiver.process.pid!],
+      postgres: () => pidsMatching(t.name),
+      rabbitmq: () => pidsMatching('beam.smp'),
+      'bench (writer)': () => [process.pid],
+    };
+    const cpuBefore = sampleCpu(e2eGroups);
     const started = performance.now();
     for (let written = 0; written < total; await sleep(1)) {
       const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * E2E_RATE));
@@ -456,6 +466,7 @@ async function main() {
     }
     await Promise.all(writes);
     const writeSeconds = (performance.now() - started) / 1000;
+    const e2eCpu = cpuBetween(cpuBefore, sampleCpu(e2eGroups));
     // Long enough for a delivery deferred at the very end to come back from the 1 m delay queue.
     const arrived = new Map<string, number>();
     const deadline = Date.now() + 75_000;
@@ -488,6 +499,9 @@ async function main() {
       `end to end: ${committed.size} trips measured, written in ${writeSeconds.toFixed(1)} s with ${E2E_WARMUP_SECONDS} s unmeasured first; ` +
         `max ${fmt.ms(latencies.at(-1) ?? NaN)} ms; ${deferred} deliveries deferred by the endpoint cap; ` +
         `${missing} never arrived (counted as infinitely late); ${writeFailures} failed writes`,
+      `end to end: CPU while writing, µs per trip: ${Object.entries(e2eCpu)
+        .map(([group, seconds]) => `${group} ${((seconds * 1e6) / total).toFixed(0)}`)
+        .join(', ')}; the machine ${((Object.values(e2eCpu).reduce((n, x) => n + x, 0) / writeSeconds / os.cpus().length) * 100).toFixed(0)} % busy`,
     );
   }
 
