@@ -4,7 +4,7 @@
 // path hanging (never answering) for the isolation phase. Driven over the IPC channel:
 //   parent → { id, op: 'snapshot' }                  ← { id, at, counts }
 //   parent → { id, op: 'hang' | 'answer', path }      ← { id }
-//   parent → { id, op: 'arrivals' }                  ← { id, arrivals: [objectId, at][] }
+//   parent → { id, op: 'arrivals' }                  ← { id, arrivals: [objectId, at, recordedAt][] }
 // `at` is epoch milliseconds with sub-millisecond precision (timeOrigin + now), comparable with the
 // parent's clock: both read the same system clock.
 import type { ServerResponse } from 'node:http';
@@ -16,7 +16,8 @@ const now = () => performance.timeOrigin + performance.now();
 const counts: Record<string, number> = {};
 const hanging = new Set<string>();
 const held = new Map<string, Set<ServerResponse>>();
-const arrivals: [string, number][] = [];
+/** Per end-to-end delivery: the trip's id, when it arrived, and the event's created_at (when recorded). */
+const arrivals: [string, number, number][] = [];
 
 const server = createServer(
   {
@@ -39,8 +40,11 @@ const server = createServer(
       }
       if (path.startsWith('/e2e')) {
         const at = now();
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { related_object: { id: string } };
-        arrivals.push([body.related_object.id, at]);
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          related_object: { id: string };
+          created_at: string;
+        };
+        arrivals.push([body.related_object.id, at, Date.parse(body.created_at)]);
       }
       counts[path] = (counts[path] ?? 0) + 1;
       res.writeHead(200, { 'content-type': 'text/plain' });

@@ -53,6 +53,8 @@ const BACKLOG = 1_000;
 const TARGET_RATIO = 0.8;
 const TARGET_ISOLATION = 0.9;
 const TARGET_P99_MS = 250;
+/** Settings (JSON) over the production defaults of parts 2 and 3's dispatchers, to explore them. */
+const DEFAULTS_OVERRIDDEN: Record<string, string> = JSON.parse(process.env.BENCH_DISPATCHER_ENV ?? '{}');
 /** Which parts run (comma-separated), for profiling one at a time; all three by default. */
 const PARTS = new Set((process.env.BENCH_PARTS ?? 'throughput,isolation,e2e').split(','));
 
@@ -347,7 +349,7 @@ async function main() {
     // Production defaults: DISPATCHER_PREFETCH 100, DISPATCHER_ENDPOINT_CONCURRENCY 10,
     // WEBHOOK_TIMEOUT 10s, WEBHOOK_RETRY_DELAYS from 1m (deferred deliveries come back after this
     // part is over, and are purged before the next).
-    const iso = await startDispatcher('dispatcher-isolation', {});
+    const iso = await startDispatcher('dispatcher-isolation', DEFAULTS_OVERRIDDEN);
     onCleanup(() => iso.stop());
     const hangPath = isoPaths.at(-1)!;
     const healthyPaths = isoPaths.slice(0, -1);
@@ -419,8 +421,7 @@ async function main() {
     });
     onCleanup(() => recorder.stop());
     await waitReady(recorder, `http://127.0.0.1:${recorderHealth}/readyz`);
-    // BENCH_E2E_ENV (JSON) overrides the dispatcher's production defaults, to explore settings.
-    const e2e = await startDispatcher('dispatcher-e2e', JSON.parse(process.env.BENCH_E2E_ENV ?? '{}'));
+    const e2e = await startDispatcher('dispatcher-e2e', DEFAULTS_OVERRIDDEN);
     onCleanup(() => e2e.stop());
 
     // The host application's writes: one trip per INSERT (its own transaction), started on an
@@ -469,10 +470,17 @@ async function main() {
     const e2eCpu = cpuBetween(cpuBefore, sampleCpu(e2eGroups));
     // Long enough for a delivery deferred at the very end to come back from the 1 m delay queue.
     const arrived = new Map<string, number>();
+    const recorded = new Map<string, number>();
     const deadline = Date.now() + 75_000;
     while ([...committed.keys()].some((id) => !arrived.has(id)) && Date.now() < deadline) {
-      const { arrivals } = await receiver.request<{ arrivals: [string, number][] }>({ op: 'arrivals' });
-      for (const [id, at] of arrivals) if (!arrived.has(id)) arrived.set(id, at);
+      const { arrivals } = await receiver.request<{ arrivals: [string, number, number][] }>({
+        op: 'arrivals',
+      });
+      for (const [id, at, recordedAt] of arrivals) {
+        if (arrived.has(id)) continue;
+        arrived.set(id, at);
+        recorded.set(id, recordedAt);
+      }
       await sleep(200);
     }
     // An event that never arrived counts as infinitely late, so it can only raise the percentiles.
@@ -480,6 +488,29 @@ async function main() {
       .map(([id, at]) => (arrived.get(id) ?? Infinity) - at)
       .sort((x, y) => x - y);
     const missing = latencies.filter((l) => l === Infinity).length;
+    // Where the time went: commit → recorded (the event's created_at: the recorder's transaction
+    // time, whole milliseconds), → the first attempt's start, → received.
+    const split = (of: (id: string, at: number) => number) =>
+      [...committed]
+        .filter(([id]) => arrived.has(id))
+        .map(([id, at]) => of(id, at))
+        .sort((x, y) => x - y);
+    // When each first attempt started (the dispatcher's clock), after any wait in the webhook's line.
+    const attempted = new Map(
+      (
+        await t.db
+          .selectFrom('webhook_attempts as a')
+          .innerJoin('events as e', 'e.id', 'a.event_id')
+          .select(['e.object_id', 'a.attempted_at'])
+          .where('e.agency_id', '=', e2eAgency.id)
+          .where('a.attempt', '=', 1)
+          .execute()
+      ).map((r) => [r.object_id, new Date(r.attempted_at).getTime()]),
+    );
+    const toRecorded = split((id, at) => recorded.get(id)! - at);
+    const toAttempted = split((id) => attempted.get(id)! - recorded.get(id)!);
+    const toReceived = split((id) => arrived.get(id)! - attempted.get(id)!);
+    const spread = (xs: number[]) => [50, 95, 99].map((p) => fmt.ms(percentile(xs, p))).join(' / ');
     serviceWarnings.push(...warnings(e2e.log()), ...warnings(recorder.log()));
     // Deliveries put off by the per-endpoint cap (every slot taken and no turn expected within a
     // second, see endpoints.ts) wait DISPATCHER_BUSY_DELAYS (1 s, then longer): they make the maximum.
@@ -499,9 +530,12 @@ async function main() {
       `end to end: ${committed.size} trips measured, written in ${writeSeconds.toFixed(1)} s with ${E2E_WARMUP_SECONDS} s unmeasured first; ` +
         `max ${fmt.ms(latencies.at(-1) ?? NaN)} ms; ${deferred} deliveries deferred by the endpoint cap; ` +
         `${missing} never arrived (counted as infinitely late); ${writeFailures} failed writes`,
+      `end to end, p50 / p95 / p99: commit → recorded ${spread(toRecorded)} ms, recorded → attempt started ${spread(toAttempted)} ms (published, consumed, its turn), attempt → received ${spread(toReceived)} ms`,
       `end to end: CPU while writing, µs per trip: ${Object.entries(e2eCpu)
         .map(([group, seconds]) => `${group} ${((seconds * 1e6) / total).toFixed(0)}`)
-        .join(', ')}; the machine ${((Object.values(e2eCpu).reduce((n, x) => n + x, 0) / writeSeconds / os.cpus().length) * 100).toFixed(0)} % busy`,
+        .join(
+          ', ',
+        )}; the machine ${((Object.values(e2eCpu).reduce((n, x) => n + x, 0) / writeSeconds / os.cpus().length) * 100).toFixed(0)} % busy`,
     );
   }
 
