@@ -125,7 +125,8 @@ class Endpoint {
       attempted = true;
       return { attempted: result };
     } catch (error) {
-      if (!(error instanceof AttemptFailed)) return { deferred: 'circuit_open' }; // EOPENBREAKER: opened while this one waited, or a half-open trial is already out
+      // EOPENBREAKER: opened while this one waited, or a half-open trial is already out.
+      if (!(error instanceof AttemptFailed)) return { deferred: 'circuit_open' };
       attempted = true;
       return { attempted: error.result };
     } finally {
