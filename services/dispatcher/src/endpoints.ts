@@ -59,8 +59,9 @@ const DURATION_WEIGHT = 0.2;
  *
  * The line: with every slot taken, a delivery waits for one when its turn is expected within
  * maxWaitMs, which is how long going round the first busy delay queue would take anyway. Turns come
- * at one per (mean attempt duration / concurrency), or slower if no slot has freed for longer than
- * that: a hanging endpoint gets no more waiters than the floor (`concurrency` per source), so its
+ * at one per (mean attempt duration / concurrency; none known before an attempt finished), or
+ * slower if no slot has freed for longer than that: after its first second a hanging endpoint gets
+ * no more waiters than the floor (`concurrency` per source), so its
  * waiters do not hold the events of other webhooks. A healthy endpoint that is merely saturated (a
  * burst) gets a long line, and the burst waits its turn instead of going round a delay queue. No
  * delivery waits longer than maxWaitMs, whatever the estimate said: then it is put off.
@@ -151,8 +152,12 @@ class Endpoint {
   /** Whether a delivery finding every slot taken may wait for one (see the class comment). */
   private mayWait(source: Source): boolean {
     if (this.waitingFrom[source] < this.concurrency) return true;
-    if (this.meanDurationMs === undefined) return false;
-    const turnEveryMs = Math.max(this.meanDurationMs / this.concurrency, performance.now() - this.lastTurnAt);
+    // Before any attempt has finished (a new process, say), only the time since the slots filled
+    // tells: refusing all but the floor then put a restarted dispatcher's whole backlog off.
+    const turnEveryMs = Math.max(
+      (this.meanDurationMs ?? 0) / this.concurrency,
+      performance.now() - this.lastTurnAt,
+    );
     return (this.waiting.length + 1) * turnEveryMs <= this.maxWaitMs;
   }
 

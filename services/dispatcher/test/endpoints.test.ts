@@ -47,13 +47,15 @@ function endpointAnsweringIn(ms: number) {
 const busy = (results: GuardedResult[]) =>
   results.filter((r) => 'deferred' in r && r.deferred === 'endpoint_busy').length;
 
-test('a burst at an endpoint known to answer quickly waits its turn; at one not yet measured, only as many as the floor wait', async () => {
+test('a burst waits its turn, at an endpoint known to answer quickly and at one not yet measured', async () => {
   const { send, stats } = endpointAnsweringIn(20);
   const burst = (webhookId: string) =>
     Promise.all(Array.from({ length: 40 }, () => endpoints.run(webhookId, send, 'fan_out')));
 
-  // Unmeasured: 2 attempts, 2 waiting (the floor, one slot's worth per source), 36 put off.
-  expect(busy(await burst('whk_cold'))).toBe(36);
+  // Unmeasured, just after its slots filled: a turn is not yet overdue, so all wait (the floor
+  // alone would have put 36 off), and at a turn every 10 ms the 40th is through within the second.
+  expect(busy(await burst('whk_cold'))).toBe(0);
+  expect(stats.maxInFlight).toBe(2);
 
   // Measured at about 20 ms an attempt: a turn every 10 ms, the 40th within half a second.
   await Promise.all([endpoints.run('whk_warm', send, 'fan_out'), endpoints.run('whk_warm', send, 'fan_out')]);
@@ -62,6 +64,26 @@ test('a burst at an endpoint known to answer quickly waits its turn; at one not 
   expect(busy(results)).toBe(0);
   expect(results.every((r) => 'attempted' in r)).toBe(true);
   expect(stats.maxInFlight).toBe(2);
+});
+
+test('at an endpoint not yet measured that hangs, only the floor waits once its slots have been full a while', async () => {
+  let release!: () => void;
+  const hung = new Promise<AttemptResult>((resolve) => (release = () => resolve(answered())));
+  const hanging = [
+    endpoints.run('whk_new', () => hung, 'fan_out'),
+    endpoints.run('whk_new', () => hung, 'fan_out'),
+  ];
+  await sleep(600);
+  const results = Array.from({ length: 10 }, () =>
+    endpoints.run('whk_new', async () => answered(), 'fan_out'),
+  );
+  const settled: GuardedResult[] = [];
+  for (const r of results) void r.then((x) => settled.push(x));
+  await sleep(100);
+  // 8 put off at once, the floor's 2 waiting.
+  expect(busy(settled)).toBe(8);
+  release();
+  await Promise.all([...hanging, ...results]);
 });
 
 test('at a hanging endpoint only the floor waits, and no one longer than the longest wait', async () => {
