@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { createAgency, createApiKey } from '@trips/db';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import {
-  cleanup,
+  runBench,
   cpuMicros,
   fmt,
   median,
@@ -258,11 +258,4 @@ async function main() {
   );
 }
 
-try {
-  await main();
-} catch (error) {
-  console.error(error);
-  process.exitCode = 1;
-} finally {
-  await cleanup();
-}
+await runBench(main);

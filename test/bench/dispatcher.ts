@@ -29,7 +29,7 @@ import {
   warnings,
   type Child,
 } from './dispatcher-procs.ts';
-import { cleanup, fmt, freePort, onCleanup, percentile, table } from './lib.ts';
+import { fmt, freePort, onCleanup, percentile, runBench, table } from './lib.ts';
 
 /**
  * Requests in flight to the receiver: the bare loop's, and ours' DISPATCHER_ENDPOINT_CONCURRENCY.
@@ -553,8 +553,4 @@ async function main() {
   for (const line of serviceWarnings.slice(0, 5)) console.log(`  ${line.slice(0, 300)}`);
 }
 
-try {
-  await main();
-} finally {
-  await cleanup();
-}
+await runBench(main);

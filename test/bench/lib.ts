@@ -154,6 +154,18 @@ export function onCleanup(step: () => Promise<unknown>): void {
   cleanups.push(step);
 }
 
+/** Runs a benchmark's main: a failure is printed and fails the command; cleanup runs either way. */
+export async function runBench(main: () => Promise<void>): Promise<void> {
+  try {
+    await main();
+  } catch (error) {
+    console.error(error);
+    process.exitCode = 1;
+  } finally {
+    await cleanup();
+  }
+}
+
 export function cleanup(): Promise<void> {
   return (cleaning ??= (async () => {
     for (const step of cleanups.reverse()) await step().catch((error) => console.error(error));

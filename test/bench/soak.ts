@@ -29,7 +29,7 @@ import {
   warnings,
 } from './dispatcher-procs.ts';
 import {
-  cleanup,
+  runBench,
   fmt,
   freePort,
   median,
@@ -495,11 +495,4 @@ async function main() {
   for (const line of serviceWarnings.slice(0, 5)) console.log(`  ${line.slice(0, 300)}`);
 }
 
-try {
-  await main();
-} catch (error) {
-  console.error(error);
-  process.exitCode = 1;
-} finally {
-  await cleanup();
-}
+await runBench(main);
