@@ -28,20 +28,18 @@ export interface DispatcherHooks {
   protection?: Partial<EndpointProtection>;
 }
 
-/** Short-term endpoint protection (endpoints.ts). Policy as data, with why in each comment. */
-const DEFAULT_PROTECTION: EndpointProtection = {
-  concurrency: 10,
-  maxWaitMs: 1_000,
-  breaker: {
-    // Open on a clear majority of failures, and only after enough attempts that one event's own
-    // retries (at most a handful per window) can never open it: the schedule stays exact.
-    errorThresholdPercentage: 50,
-    volumeThreshold: 10,
-    rollingWindowMs: 60_000,
-    // One trial after DISPATCHER_BREAKER_COOLDOWN (30s): a recovered endpoint is back quickly, a
-    // dead one costs one attempt per cooldown per dispatcher instead of one per delivery.
-    cooldownMs: 30_000,
-  },
+/**
+ * The circuit breaker of short-term endpoint protection (endpoints.ts). Policy as data, with why
+ * in each comment; the cap, the longest wait and the cooldown come from the settings.
+ */
+const BREAKER: Omit<EndpointProtection['breaker'], 'cooldownMs'> = {
+  // Open on a clear majority of failures, and only after enough attempts that one event's own
+  // retries (at most a handful per window) can never open it: the schedule stays exact.
+  errorThresholdPercentage: 50,
+  volumeThreshold: 10,
+  rollingWindowMs: 60_000,
+  // Then one trial per DISPATCHER_BREAKER_COOLDOWN (30s): a recovered endpoint is back quickly, a
+  // dead one costs one attempt per cooldown per dispatcher instead of one per delivery.
 };
 
 /** Opens the dependencies, starts the consumers, loops and health server. */
@@ -64,10 +62,9 @@ export async function startDispatcherService(
     ca: config.ca,
   });
   const endpoints = new Endpoints({
-    ...DEFAULT_PROTECTION,
     concurrency: config.endpointConcurrency,
     maxWaitMs: config.busyDelaysMs[0]!,
-    breaker: { ...DEFAULT_PROTECTION.breaker, cooldownMs: config.breakerCooldownMs },
+    breaker: { ...BREAKER, cooldownMs: config.breakerCooldownMs },
     ...hooks.protection,
   });
   // Deliveries in flight share their database round trips (store.ts, batching.ts).

@@ -44,6 +44,21 @@ function endpointAnsweringIn(ms: number) {
   return { send, stats };
 }
 
+/** Two attempts through `send`, so the webhook's attempt duration is measured. */
+const measure = (webhookId: string, send: () => Promise<AttemptResult>) =>
+  Promise.all([endpoints.run(webhookId, send, 'fan_out'), endpoints.run(webhookId, send, 'fan_out')]);
+
+/** Both of the webhook's slots taken by attempts that answer only once released. */
+function hangBothSlots(webhookId: string) {
+  let release!: () => void;
+  const hung = new Promise<AttemptResult>((resolve) => (release = () => resolve(answered())));
+  const attempts = [
+    endpoints.run(webhookId, () => hung, 'fan_out'),
+    endpoints.run(webhookId, () => hung, 'fan_out'),
+  ];
+  return { attempts, release };
+}
+
 const busy = (results: GuardedResult[]) =>
   results.filter((r) => 'deferred' in r && r.deferred === 'endpoint_busy').length;
 
@@ -58,7 +73,7 @@ test('a burst waits its turn, at an endpoint known to answer quickly and at one 
   expect(stats.maxInFlight).toBe(2);
 
   // Measured at about 20 ms an attempt: a turn every 10 ms, the 40th within half a second.
-  await Promise.all([endpoints.run('whk_warm', send, 'fan_out'), endpoints.run('whk_warm', send, 'fan_out')]);
+  await measure('whk_warm', send);
   stats.maxInFlight = 0;
   const results = await burst('whk_warm');
   expect(busy(results)).toBe(0);
@@ -67,12 +82,7 @@ test('a burst waits its turn, at an endpoint known to answer quickly and at one 
 });
 
 test('at an endpoint not yet measured that hangs, only the floor waits once its slots have been full a while', async () => {
-  let release!: () => void;
-  const hung = new Promise<AttemptResult>((resolve) => (release = () => resolve(answered())));
-  const hanging = [
-    endpoints.run('whk_new', () => hung, 'fan_out'),
-    endpoints.run('whk_new', () => hung, 'fan_out'),
-  ];
+  const hanging = hangBothSlots('whk_new');
   await sleep(600);
   const results = Array.from({ length: 10 }, () =>
     endpoints.run('whk_new', async () => answered(), 'fan_out'),
@@ -82,21 +92,16 @@ test('at an endpoint not yet measured that hangs, only the floor waits once its 
   await sleep(100);
   // 8 put off at once, the floor's 2 waiting.
   expect(busy(settled)).toBe(8);
-  release();
-  await Promise.all([...hanging, ...results]);
+  hanging.release();
+  await Promise.all([...hanging.attempts, ...results]);
 });
 
 test('at a hanging endpoint only the floor waits, and no one longer than the longest wait', async () => {
   const { send } = endpointAnsweringIn(5);
-  await Promise.all([endpoints.run('whk_1', send, 'fan_out'), endpoints.run('whk_1', send, 'fan_out')]);
+  await measure('whk_1', send);
   // Measured fast, then it hangs: both slots held, none freed for 600 ms, so a turn is due no
   // sooner than every 600 ms and no place beyond the floor is within the second.
-  let release!: () => void;
-  const hung = new Promise<AttemptResult>((resolve) => (release = () => resolve(answered())));
-  const hanging = [
-    endpoints.run('whk_1', () => hung, 'fan_out'),
-    endpoints.run('whk_1', () => hung, 'fan_out'),
-  ];
+  const hanging = hangBothSlots('whk_1');
   await sleep(600);
 
   const started = performance.now();
@@ -120,6 +125,6 @@ test('at a hanging endpoint only the floor waits, and no one longer than the lon
   expect(Math.min(...waited)).toBeGreaterThanOrEqual(MAX_WAIT_MS - 20);
   expect(Math.max(...waited)).toBeLessThan(MAX_WAIT_MS + 500);
 
-  release();
-  expect((await Promise.all(hanging)).every((r) => 'attempted' in r)).toBe(true);
+  hanging.release();
+  expect((await Promise.all(hanging.attempts)).every((r) => 'attempted' in r)).toBe(true);
 });
