@@ -21,6 +21,7 @@ const TRIP = (extra = '') =>
 const TEMPLATE = `INSERT INTO trips (id, agency_id, title, num_days, is_template) VALUES ('$T', 'agy_A', 'Template', 7, true)`;
 const PAYMENT = (visibility: string) =>
   `INSERT INTO payments (id, agency_id, trip_id, description, amount, currency, visibility) VALUES ('$P', 'agy_A', '$T', 'Deposit', 50000, 'EUR', '${visibility}')`;
+const LINK = `INSERT INTO trip_contacts (agency_id, trip_id, contact_id) VALUES ('agy_A', '$T', '$C')`;
 const CONTACT = `INSERT INTO contacts (id, agency_id, first_name, last_name) VALUES ('$C', 'agy_A', 'Ada', 'Lovelace')`;
 
 type Expected = [type: string, object: 'T' | 'P' | 'C', data?: Record<string, unknown>];
@@ -157,6 +158,28 @@ const CASES: [string, string[], string, Expected[]][] = [
     [['trip.deleted', 'T']],
   ],
   ['a template is deleted', [TEMPLATE], `DELETE FROM trips WHERE id = '$T'`, []],
+  [
+    'a trip with a shown payment and a contact is deleted',
+    [TRIP(), PAYMENT('shown'), CONTACT, LINK],
+    `DELETE FROM trips WHERE id = '$T'`,
+    [
+      ['trip.deleted', 'T'],
+      ['payment.deleted', 'P'],
+      ['contact.updated', 'C'],
+    ],
+  ],
+  [
+    'a template with a shown payment and a contact turned into a trip',
+    [TEMPLATE, PAYMENT('shown'), CONTACT, LINK],
+    `UPDATE trips SET is_template = false WHERE id = '$T'`,
+    [['trip.created', 'T']],
+  ],
+  [
+    'a trip with a shown payment and a contact turned into a template',
+    [TRIP(), PAYMENT('shown'), CONTACT, LINK],
+    `UPDATE trips SET is_template = true WHERE id = '$T'`,
+    [['trip.deleted', 'T']],
+  ],
   // one change, several events (D6)
   [
     'one update changes status, acceptance and title',
@@ -220,28 +243,14 @@ const CASES: [string, string[], string, Expected[]][] = [
     `UPDATE contacts SET email = 'ada@example.com' WHERE id = '$C'`,
     [['contact.updated', 'C']],
   ],
-  [
-    'a contact joins a trip',
-    [TRIP(), CONTACT],
-    `INSERT INTO trip_contacts (agency_id, trip_id, contact_id) VALUES ('agy_A', '$T', '$C')`,
-    [['contact.updated', 'C']],
-  ],
+  ['a contact joins a trip', [TRIP(), CONTACT], LINK, [['contact.updated', 'C']]],
   [
     'a contact leaves a trip',
-    [
-      TRIP(),
-      CONTACT,
-      `INSERT INTO trip_contacts (agency_id, trip_id, contact_id) VALUES ('agy_A', '$T', '$C')`,
-    ],
+    [TRIP(), CONTACT, LINK],
     `DELETE FROM trip_contacts WHERE contact_id = '$C'`,
     [['contact.updated', 'C']],
   ],
-  [
-    'a contact joins a template',
-    [TEMPLATE, CONTACT],
-    `INSERT INTO trip_contacts (agency_id, trip_id, contact_id) VALUES ('agy_A', '$T', '$C')`,
-    [],
-  ],
+  ['a contact joins a template', [TEMPLATE, CONTACT], LINK, []],
   [
     "a contact's updated_at alone changes",
     [CONTACT],
@@ -251,11 +260,7 @@ const CASES: [string, string[], string, Expected[]][] = [
   ['a contact is deleted', [CONTACT], `DELETE FROM contacts WHERE id = '$C'`, [['contact.deleted', 'C']]],
   [
     'a contact on a trip is deleted',
-    [
-      TRIP(),
-      CONTACT,
-      `INSERT INTO trip_contacts (agency_id, trip_id, contact_id) VALUES ('agy_A', '$T', '$C')`,
-    ],
+    [TRIP(), CONTACT, LINK],
     `DELETE FROM contacts WHERE id = '$C'`,
     [['contact.deleted', 'C']],
   ],
