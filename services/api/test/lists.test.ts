@@ -192,6 +192,66 @@ describe('payments and contacts (D5)', () => {
   });
 });
 
+describe('a trip turned into a template and back (D5)', () => {
+  /** Flips the trip and answers what an updated_since sync started just before sees of its parts. */
+  async function flipAndSync(tripId: string, isTemplate: boolean) {
+    await sql`SELECT pg_sleep(0.02)`.execute(t.db);
+    const since = new Date().toISOString();
+    await sql`SELECT pg_sleep(0.02)`.execute(t.db);
+    await t.db.updateTable('trips').set({ is_template: isTemplate }).where('id', '=', tripId).execute();
+    return {
+      payments: (await readAll('/api/v1/payments', { updated_since: since })).seen,
+      contacts: (await readAll('/api/v1/contacts', { updated_since: since })).seen,
+    };
+  }
+
+  test("its payments and its contacts' trip_ids come up in updated_since sync; without the touch they did not", async () => {
+    const trip = await insertTrip(t.db, own.agencyId);
+    const payment = await t.db
+      .insertInto('payments')
+      .values({
+        agency_id: own.agencyId,
+        trip_id: trip.id,
+        description: 'Deposit',
+        amount: 50000,
+        currency: 'EUR',
+        visibility: 'shown',
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const contact = await t.db
+      .insertInto('contacts')
+      .values({ agency_id: own.agencyId, first_name: 'Ada', last_name: 'Fairway' })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await t.db
+      .insertInto('trip_contacts')
+      .values({ agency_id: own.agencyId, trip_id: trip.id, contact_id: contact.id })
+      .execute();
+    const contactIn = (seen: any[]) => seen.find((c) => c.id === contact.id);
+    const paymentIds = (seen: any[]) => seen.map((p) => p.id);
+
+    // The naive schema, without the trigger: a reader that syncs misses both changes.
+    await sql`ALTER TABLE trips DISABLE TRIGGER trips_template_flip_touches_parts`.execute(t.db);
+    const naive = { hidden: await flipAndSync(trip.id, true), shown: await flipAndSync(trip.id, false) };
+    await sql`ALTER TABLE trips ENABLE TRIGGER trips_template_flip_touches_parts`.execute(t.db);
+    expect(contactIn(naive.hidden.contacts)).toBeUndefined();
+    expect(paymentIds(naive.shown.payments)).not.toContain(payment.id);
+
+    // Turned into a template: the contact no longer lists the trip, and says so in sync; the
+    // payment is hidden (the reader learns that from trip.deleted).
+    const hidden = await flipAndSync(trip.id, true);
+    expect(contactIn(hidden.contacts)).toMatchObject({ trip_ids: [] });
+    expect(paymentIds(hidden.payments)).not.toContain(payment.id);
+    expect((await get(`/api/v1/payments/${payment.id}`)).status).toBe(404);
+
+    // Turned back into a trip: the payment and the contact's trip come back in sync.
+    const shown = await flipAndSync(trip.id, false);
+    expect(paymentIds(shown.payments)).toContain(payment.id);
+    expect(contactIn(shown.contacts)).toMatchObject({ trip_ids: [trip.id] });
+  });
+});
+
 describe('list sync under concurrent writers', () => {
   /**
    * Writers update trips in transactions that pause before committing, so rows become visible

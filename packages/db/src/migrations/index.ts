@@ -6,6 +6,7 @@ import * as rateLimitBuckets from './0004_rate_limit_buckets.ts';
 import * as webhooks from './0005_webhooks.ts';
 import * as ownerActions from './0006_owner_actions.ts';
 import * as ownerSessions from './0007_owner_sessions.ts';
+import * as templateFlipTouches from './0008_template_flip_touches.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -19,6 +20,7 @@ export const migrations: Record<string, Migration> = {
   '0005_webhooks': webhooks,
   '0006_owner_actions': ownerActions,
   '0007_owner_sessions': ownerSessions,
+  '0008_template_flip_touches': templateFlipTouches,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
