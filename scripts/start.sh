@@ -47,8 +47,8 @@ for _ in $(seq 1 100); do [ -s .demo/ca.pem ] && break; sleep 0.1; done
 
 # Each service is its own process, as in production. The recorder turns every change into an event
 # (GET /api/v1/events) and publishes it to RabbitMQ (health on :3001); the dispatcher delivers it
-# to the webhooks (health on :3002). The dispatcher is ready first: it declares the queues, and an
-# event published before they exist reaches no webhook (on a fresh broker, the demo seed's did not).
+# to the webhooks (health on :3002). The dispatcher is ready first: it declares the queues, so the
+# demo seed's events need not wait the recorder's second before it publishes again what no queue took.
 # Started with node itself (not through pnpm, which does not pass SIGTERM on), so Ctrl-C reaches each.
 run_service() { (cd "services/$1" && exec node src/main.ts) & pids+=($!); }
 WEBHOOK_CA_FILE="$PWD/.demo/ca.pem" WEBHOOK_ALLOW_PRIVATE_NETWORKS=true run_service dispatcher

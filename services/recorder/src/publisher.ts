@@ -1,8 +1,13 @@
 import { sql, type Kysely } from 'kysely';
 import type { ChannelWrapper } from 'amqp-connection-manager';
+import type { ConfirmChannel, Message } from 'amqplib';
 import { PUBLISH_LOCK, markPublished, takeUnpublished, type Database } from '@trips/db';
 import type { Logger } from '@trips/runtime';
 import { toMessage } from './message.ts';
+
+/** How long the publisher waits before trying again events that no queue took. */
+export const UNROUTABLE_RETRY_MS = 1_000;
+const UNROUTABLE_WARNING_EVERY_MS = 60_000;
 
 export interface PublisherOptions {
   exchange: string;
@@ -18,6 +23,10 @@ export interface PublisherOptions {
  * broker outage in between republishes them later with the same event ids: at least once,
  * duplicates carry the same id (spec 6.5). While the broker is away the channel wrapper reconnects
  * and the batch fails after publishTimeoutMs, to be tried again.
+ *
+ * Messages are published `mandatory`: one that no queue takes (the dispatcher, which declares and
+ * binds the queues, not deployed yet on a fresh broker) comes back as unroutable and its event
+ * stays unpublished, tried again every UNROUTABLE_RETRY_MS, instead of being confirmed into nowhere.
  */
 export class Publisher {
   private readonly db: Kysely<Database>;
@@ -25,15 +34,29 @@ export class Publisher {
   private readonly options: PublisherOptions;
   private readonly logger: Logger;
 
+  /** Ids of this batch's messages that RabbitMQ handed back (basic.return): no queue took them. */
+  private readonly returned = new Set<string>();
+  /** No batch before this (ms): the last one found no queue bound to the exchange. */
+  private holdUntil = 0;
+  private lastUnroutableWarning = 0;
+
   constructor(db: Kysely<Database>, channel: ChannelWrapper, options: PublisherOptions, logger: Logger) {
     this.db = db;
     this.channel = channel;
     this.options = options;
     this.logger = logger;
+    // On every channel the wrapper opens, reconnects included.
+    void channel.addSetup(async (ch: ConfirmChannel) => {
+      ch.on('return', (message: Message) => {
+        const id = message.properties.messageId as string | undefined;
+        if (id) this.returned.add(id);
+      });
+    });
   }
 
-  /** Publishes one batch; answers how many events were confirmed (0 when idle or not the publisher). */
+  /** Publishes one batch; answers how many events a queue took (0 when idle or not the publisher). */
   async runBatch(): Promise<number> {
+    if (Date.now() < this.holdUntil) return 0;
     const pending = await sql<{
       any: boolean;
     }>`SELECT EXISTS (SELECT 1 FROM events_unpublished) AS any`.execute(this.db);
@@ -44,9 +67,11 @@ export class Publisher {
       }>`SELECT pg_try_advisory_xact_lock(${PUBLISH_LOCK}) AS ok`.execute(trx);
       if (!lock.rows[0]!.ok) return 0;
       const events = await takeUnpublished(trx, this.options.batchSize);
+      this.returned.clear();
       await Promise.all(
         events.map((e) =>
           this.channel.publish(this.options.exchange, e.type, Buffer.from(JSON.stringify(toMessage(e))), {
+            mandatory: true,
             persistent: true,
             contentType: 'application/json',
             messageId: e.id,
@@ -57,22 +82,36 @@ export class Publisher {
           }),
         ),
       );
+      // RabbitMQ sends an unroutable message's basic.return before its confirm, so every return of
+      // this batch has arrived by now.
+      const routed = events.filter((e) => !this.returned.has(e.id));
+      if (routed.length < events.length) this.holdOff(events.length - routed.length);
       await markPublished(
         trx,
-        events.map((e) => e.seq),
+        routed.map((e) => e.seq),
       );
-      for (const e of events) this.logger.debug({ eventId: e.id, seq: e.seq, type: e.type }, 'published');
-      if (events.length) {
+      for (const e of routed) this.logger.debug({ eventId: e.id, seq: e.seq, type: e.type }, 'published');
+      if (routed.length) {
         this.logger.info(
           {
-            published: events.length,
-            eventIds: events.length <= 10 ? events.map((e) => e.id) : undefined,
-            seqs: [events[0]!.seq, events.at(-1)!.seq],
+            published: routed.length,
+            eventIds: routed.length <= 10 ? routed.map((e) => e.id) : undefined,
+            seqs: [routed[0]!.seq, routed.at(-1)!.seq],
           },
           'batch published',
         );
       }
-      return events.length;
+      return routed.length;
     });
+  }
+
+  private holdOff(unroutable: number): void {
+    this.holdUntil = Date.now() + UNROUTABLE_RETRY_MS;
+    if (Date.now() - this.lastUnroutableWarning < UNROUTABLE_WARNING_EVERY_MS) return;
+    this.lastUnroutableWarning = Date.now();
+    this.logger.warn(
+      { unroutable, exchange: this.options.exchange, retryInMs: UNROUTABLE_RETRY_MS },
+      'events left unpublished: no queue is bound to the exchange yet (the dispatcher declares it)',
+    );
   }
 }

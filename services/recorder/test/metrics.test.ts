@@ -1,10 +1,12 @@
 import {
   amqpUrl,
+  collectMessages,
   createTestDatabase,
   deleteAmqpObjects,
   randomAmqpPrefix,
   waitFor,
   type TestDatabase,
+  type TestQueue,
 } from '@trips/testkit';
 import { readConfig } from '../src/config.ts';
 import { startRecorderService, type RecorderService } from '../src/service.ts';
@@ -13,9 +15,12 @@ import { hostWrite, silent } from './helpers.ts';
 let t: TestDatabase;
 let prefix: string;
 let service: RecorderService;
+let queue: TestQueue;
 beforeAll(async () => {
   t = await createTestDatabase();
   prefix = randomAmqpPrefix();
+  // A queue bound to the exchange, as the dispatcher's is: unroutable events stay unpublished.
+  queue = await collectMessages(`${prefix}trips.events`);
   service = await startRecorderService(
     readConfig({ DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_PREFIX: prefix, RECORDER_HEALTH_PORT: '0' }),
     silent,
@@ -23,6 +28,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await service.stop();
+  await queue.close();
   await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`] });
   await t.drop();
 });

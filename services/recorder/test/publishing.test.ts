@@ -11,6 +11,7 @@ import {
   type TestQueue,
 } from '@trips/testkit';
 import { readConfig } from '../src/config.ts';
+import { UNROUTABLE_RETRY_MS } from '../src/publisher.ts';
 import { startRecorderService, type RecorderService } from '../src/service.ts';
 import { drain, handRecorder, hostWrite, silent } from './helpers.ts';
 
@@ -131,6 +132,44 @@ test('SIGTERM finishes the current batch and exits 0', async () => {
     .where('object_id', 'like', 'trp_term%')
     .execute();
   expect(outbox.length + created.length).toBe(500);
+});
+
+test('an event no queue takes stays unpublished until a queue is bound, then arrives', async () => {
+  // The only recorder now (the SIGTERM test stopped the others), on its own exchange with nothing
+  // bound to it: a fresh broker before the dispatcher declared its queues.
+  const alone = randomAmqpPrefix();
+  const lonely = await startRecorderService(readConfig({ ...env(), AMQP_PREFIX: alone }), silent);
+  try {
+    await hostWrite(
+      t.db,
+      `INSERT INTO trips (id, agency_id, title, num_days) VALUES ('trp_unbound', 'agy_P', 'T', 3)`,
+    );
+    const event = await waitFor(
+      () =>
+        t.db
+          .selectFrom('events')
+          .select(['id', 'seq'])
+          .where('object_id', '=', 'trp_unbound')
+          .executeTakeFirst(),
+      { what: 'the recorded event' },
+    );
+    const unpublished = () =>
+      t.db.selectFrom('events_unpublished').select('seq').where('seq', '=', event.seq).executeTakeFirst();
+    // Two tries of the publisher at least (a second apart): still unpublished, not confirmed into nowhere.
+    await new Promise((resolve) => setTimeout(resolve, 2.5 * UNROUTABLE_RETRY_MS));
+    expect(await unpublished()).toBeDefined();
+
+    const late = await collectMessages(`${alone}trips.events`);
+    try {
+      await waitFor(() => late.messages.some((m) => m.messageId === event.id), { what: 'the late message' });
+      await waitFor(async () => (await unpublished()) === undefined, { what: 'marked published' });
+    } finally {
+      await late.close();
+    }
+  } finally {
+    await lonely.stop();
+    await deleteAmqpObjects({ exchanges: [`${alone}trips.events`] });
+  }
 });
 
 test('a bad setting stops the start, naming the variable', () => {
