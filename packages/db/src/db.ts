@@ -25,9 +25,15 @@ export function createDb(connectionString: string, options: DbOptions = {}): Kys
 
 /** The pg pool under createDb: its clients survive a lost server and send queries lean (client-queries.ts). */
 export function createPool(connectionString: string, options: DbOptions = {}): pg.Pool {
+  const max = options.max ?? 10;
   const pool = new pg.Pool({
     connectionString,
-    max: options.max ?? 10,
+    max,
+    // A fixed-size pool, as HikariCP advises: a connection once opened stays open (pg closes idle
+    // ones after 10 s by default), so a burst after a quiet spell does not wait for Postgres to
+    // start a backend and for the prepared statements to be prepared again. `max` is already the
+    // service's connection budget (docs/operations.md), so keeping it open costs nothing planned.
+    min: max,
     application_name: options.applicationName ?? 'trips',
     connectionTimeoutMillis: 5_000,
   });
