@@ -4,4 +4,5 @@ export { createLogger, type Logger } from './logger.ts';
 export { stopOnSignals } from './signals.ts';
 export { startHealthServer, portOf, type HealthChecks } from './health.ts';
 export { Loop } from './loop.ts';
+export { atMostEvery } from './throttle.ts';
 export { createMetricsRegistry, Counter, Gauge, Histogram, Registry } from './metrics.ts';

@@ -2,12 +2,11 @@ import { sql, type Kysely } from 'kysely';
 import type { ChannelWrapper } from 'amqp-connection-manager';
 import type { ConfirmChannel, Message } from 'amqplib';
 import { PUBLISH_LOCK, markPublished, takeUnpublished, type Database } from '@trips/db';
-import type { Logger } from '@trips/runtime';
+import { atMostEvery, type Logger } from '@trips/runtime';
 import { toMessage } from './message.ts';
 
 /** How long the publisher waits before trying again events that no queue took. */
 export const UNROUTABLE_RETRY_MS = 1_000;
-const UNROUTABLE_WARNING_EVERY_MS = 60_000;
 
 export interface PublisherOptions {
   exchange: string;
@@ -38,7 +37,7 @@ export class Publisher {
   private readonly returned = new Set<string>();
   /** No batch before this (ms): the last one found no queue bound to the exchange. */
   private holdUntil = 0;
-  private lastUnroutableWarning = 0;
+  private readonly unroutableWarningDue = atMostEvery(60_000);
 
   constructor(db: Kysely<Database>, channel: ChannelWrapper, options: PublisherOptions, logger: Logger) {
     this.db = db;
@@ -107,8 +106,7 @@ export class Publisher {
 
   private holdOff(unroutable: number): void {
     this.holdUntil = Date.now() + UNROUTABLE_RETRY_MS;
-    if (Date.now() - this.lastUnroutableWarning < UNROUTABLE_WARNING_EVERY_MS) return;
-    this.lastUnroutableWarning = Date.now();
+    if (!this.unroutableWarningDue()) return;
     this.logger.warn(
       { unroutable, exchange: this.options.exchange, retryInMs: UNROUTABLE_RETRY_MS },
       'events left unpublished: no queue is bound to the exchange yet (the dispatcher declares it)',

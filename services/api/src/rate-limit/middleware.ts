@@ -1,5 +1,5 @@
 import type { RequestHandler, Response } from 'express';
-import type { Logger } from '@trips/runtime';
+import { atMostEvery, type Logger } from '@trips/runtime';
 import { callerOf } from '../auth/authenticate.ts';
 import { ApiError } from '../errors.ts';
 import type { RateLimitDecision, TokenBucketStore } from './token-bucket.ts';
@@ -15,7 +15,7 @@ const decisionOf = (res: Response) => res.locals.rateLimit as RateLimitDecision 
  * should not take the whole API down with it. The warning is logged at most once a minute.
  */
 export function takeRateLimitToken(store: TokenBucketStore, logger: Logger): RequestHandler {
-  let lastWarning = 0;
+  const warningDue = atMostEvery(60_000);
   const apply = (res: Response, decision: RateLimitDecision) => {
     res.locals.rateLimit = decision;
     res.setHeader('RateLimit-Limit', decision.limit);
@@ -35,8 +35,7 @@ export function takeRateLimitToken(store: TokenBucketStore, logger: Logger): Req
         next();
       },
       (error: unknown) => {
-        if (Date.now() - lastWarning > 60_000) {
-          lastWarning = Date.now();
+        if (warningDue()) {
           logger.warn({ err: error }, 'rate limit store unreachable: letting requests through');
         }
         next();
