@@ -1,6 +1,8 @@
 // The precompiled lookups the API serves by id answer exactly what the kysely finders they were
 // compiled from answer: for visible objects and for every kind of invisible one.
+import { sql } from 'kysely';
 import {
+  createDb,
   findContact,
   findContactPrecompiled,
   findPayment,
@@ -87,4 +89,25 @@ test('payments: shown, draft, cancelled, on a template; contacts with their trip
   }
   expect(await findPaymentPrecompiled(t.db, own.agencyId, payments[0]!.id)).toMatchObject({ amount: 1 });
   expect(await findContactPrecompiled(t.db, own.agencyId, contact.id)).toMatchObject({ trip_ids: [trip.id] });
+});
+
+test('each lookup is prepared once per connection, so Postgres does not plan it on every request', async () => {
+  // One connection, so the statements read back are the ones the lookups prepared.
+  const db = createDb(t.url, { max: 1 });
+  try {
+    const prepared = async () =>
+      (
+        await sql<{ name: string }>`SELECT name FROM pg_prepared_statements ORDER BY name`.execute(db)
+      ).rows.map((r) => r.name.replace(/_[0-9a-f]{12}$/, ''));
+    expect(await prepared()).toEqual([]);
+    const trip = await insertTrip(t.db, own.agencyId);
+    for (let i = 0; i < 3; i++) {
+      expect(await findTripPrecompiled(db, own.agencyId, trip.id)).toMatchObject({ id: trip.id });
+      await findPaymentPrecompiled(db, own.agencyId, 'pay_missing');
+      await findContactPrecompiled(db, own.agencyId, 'con_missing');
+    }
+    expect(await prepared()).toEqual(['find_contact', 'find_payment', 'find_trip']);
+  } finally {
+    await db.destroy();
+  }
 });

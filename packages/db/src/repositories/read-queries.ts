@@ -18,6 +18,10 @@ import { findTrip, type TripRecord } from './trips.ts';
 // API's CPU per request, docs/benchmarks.md). The SQL is the one findTrip, findPayment and
 // findContact build: each runs once against a database that records its query instead of
 // running it, with stand-ins for the parameters. So the two cannot drift apart.
+//
+// Each is also marked to be prepared (client-queries.ts): Postgres then parses and plans the
+// lookup once per connection rather than on every request, which was most of what the lookup
+// cost the database (docs/benchmarks.md, "Prepared lookups").
 
 /** Stand-ins that mark where each parameter goes; only their identity matters. */
 const AGENCY_ID = Object.freeze({ stands_for: 'agencyId' }) as unknown as string;
@@ -75,11 +79,16 @@ async function capture<Row>(find: Finder<Row>): Promise<Template> {
   return template;
 }
 
-function precompiled<Row>(find: Finder<Row>): Finder<Row> {
+/** `find` with its SQL compiled once and prepared under `name` (see client-queries.ts). */
+function precompiled<Row>(name: string, find: Finder<Row>): Finder<Row> {
   let template: Template | undefined;
   let capturing: Promise<Template> | undefined;
+  const prepare = async () => {
+    const captured = await capture(find);
+    return { ...captured, sql: `/* prepared: ${name} */ ${captured.sql}` };
+  };
   return async (db, agencyId, id) => {
-    template ??= await (capturing ??= capture(find));
+    template ??= await (capturing ??= prepare());
     const parameters = template.parameters.slice();
     for (const index of template.agencyIdAt) parameters[index] = agencyId;
     for (const index of template.idAt) parameters[index] = id;
@@ -88,9 +97,9 @@ function precompiled<Row>(find: Finder<Row>): Finder<Row> {
   };
 }
 
-/** findTrip with its SQL compiled once. */
-export const findTripPrecompiled = precompiled<TripRecord>(findTrip);
-/** findPayment with its SQL compiled once. */
-export const findPaymentPrecompiled = precompiled<PaymentRecord>(findPayment);
-/** findContact with its SQL compiled once. */
-export const findContactPrecompiled = precompiled<ContactRecord>(findContact);
+/** findTrip with its SQL compiled once, prepared per connection. */
+export const findTripPrecompiled = precompiled<TripRecord>('find_trip', findTrip);
+/** findPayment with its SQL compiled once, prepared per connection. */
+export const findPaymentPrecompiled = precompiled<PaymentRecord>('find_payment', findPayment);
+/** findContact with its SQL compiled once, prepared per connection. */
+export const findContactPrecompiled = precompiled<ContactRecord>('find_contact', findContact);
