@@ -7,11 +7,11 @@ import { createAgency, createApiKey } from '@trips/db';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import {
   runBench,
+  commandCpuMeter,
   cpuMicros,
   fmt,
   median,
   onCleanup,
-  paced,
   saturate,
   startChild,
   summarize,
@@ -19,6 +19,7 @@ import {
   type ChildServer,
   type LoadResult,
 } from './lib.ts';
+import { paced } from './paced.ts';
 
 const TRIPS = 1_000;
 /** Same for every target; 20 keeps both servers busy without queueing deep in the kernel. */
@@ -112,9 +113,17 @@ async function main() {
   };
   const ours = await start('ours', API_MAIN, {}, true);
   const bare = await start('bare Express + pg', BARE_API, { BENCH_AGENCY_ID: agencyId }, false);
+  // Ours prepares its lookup (read-queries.ts); pg's default, which bare uses, has Postgres plan
+  // it on every request. This bare prepares it too, so ours against it is what our layers cost.
+  const barePrepared = await start(
+    'bare, prepared',
+    BARE_API,
+    { BENCH_AGENCY_ID: agencyId, BENCH_PREPARED: '1' },
+    false,
+  );
   const warn = await start('ours, LOG_LEVEL=warn', API_MAIN, { LOG_LEVEL: 'warn' }, true);
   const pgStore = await start('ours, store postgres', API_MAIN, { RATE_LIMIT_STORE: 'postgres' }, true);
-  const targets: Target[] = [ours, bare, warn, pgStore];
+  const targets: Target[] = [ours, bare, barePrepared, warn, pgStore];
 
   // Every server must answer the same trip before any figure means anything.
   for (const target of targets) {
@@ -148,34 +157,46 @@ async function main() {
   const rounds = new Map<Target, LoadResult[]>(targets.map((target) => [target, []]));
   // The server process's own CPU time per answered request in each round (user + system, all
   // threads): what our code costs, which the machine's other load hardly moves.
-  const cpuPerRequest = new Map<Target, number[]>(targets.map((target) => [target, []]));
+  const serverCpuRounds = new Map<Target, number[]>(targets.map((target) => [target, []]));
+  // And Postgres' (all its processes; only this target's backends are busy during its round).
+  const dbCpuRounds = new Map<Target, number[]>(targets.map((target) => [target, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (let i = 0; i < targets.length; i++) {
       const target = targets[(i + round) % targets.length]!;
       await load(target, ROUND_WARMUP_SECONDS);
       const cpuBefore = cpuMicros(target.server.pid);
+      const dbMeter = commandCpuMeter('postgres');
       const result = await load(target, ROUND_SECONDS);
       const cpu = (cpuMicros(target.server.pid) - cpuBefore) / result.latencies.length;
+      const dbCpu = dbMeter() / result.latencies.length;
       rounds.get(target)!.push(result);
-      cpuPerRequest.get(target)!.push(cpu);
+      serverCpuRounds.get(target)!.push(cpu);
+      dbCpuRounds.get(target)!.push(dbCpu);
       const s = summarize([result]);
       console.log(
         `round ${round + 1}  ${target.label.padEnd(22)} ${fmt.rps(s.rps).padStart(6)} req/s` +
-          `  p50 ${fmt.ms(s.p50)} ms  p99 ${fmt.ms(s.p99)} ms  server CPU ${fmt.rps(cpu)} µs/req`,
+          `  p50 ${fmt.ms(s.p50)} ms  p99 ${fmt.ms(s.p99)} ms  server CPU ${fmt.rps(cpu)} µs/req` +
+          `  Postgres ${fmt.rps(dbCpu)} µs/req`,
       );
     }
   }
   const stats = new Map(
     targets.map((target) => [
       target,
-      { ...summarize(rounds.get(target)!), cpu: median(cpuPerRequest.get(target)!) },
+      {
+        ...summarize(rounds.get(target)!),
+        cpu: median(serverCpuRounds.get(target)!),
+        dbCpu: median(dbCpuRounds.get(target)!),
+      },
     ]),
   );
   const of = (target: Target) => stats.get(target)!;
 
   // Half the maximum, at an even pace (see paced() for why autocannon's overallRate is not), in
-  // alternating rounds like the above, ours and then bare first. The control, bare at the same
-  // pace, shows what the machine and the load generator themselves add to the tail.
+  // alternating rounds like the above, ours and then the control first. The control, the prepared
+  // bare at the same pace (the same work in Postgres as ours), shows what the machine and the
+  // load generator themselves add to the tail.
+  const control = barePrepared;
   const rate = Math.floor(of(ours).rps / 2);
   const half = {
     seconds: HALF_RATE_SECONDS,
@@ -190,14 +211,14 @@ async function main() {
   // whichever server went first took the stall: a warm server's first pass measured p99 31-60 ms
   // against 3-6 ms for its later ones (docs/benchmarks.md).
   const clientWarmup = { ...half, seconds: Math.ceil(CLIENT_WARMUP_REQUESTS / rate), warmupSeconds: 0 };
-  for (const target of [ours, bare])
+  for (const target of [ours, control])
     await paced({ ...clientWarmup, url: target.server.url, headers: target.headers });
   const pacedRounds = new Map<Target, LoadResult[]>([
     [ours, []],
-    [bare, []],
+    [control, []],
   ]);
   for (let round = 0; round < HALF_RATE_ROUNDS; round++) {
-    for (const target of round % 2 === 0 ? [ours, bare] : [bare, ours]) {
+    for (const target of round % 2 === 0 ? [ours, control] : [control, ours]) {
       const result = await paced({ ...half, url: target.server.url, headers: target.headers });
       pacedRounds.get(target)!.push(result);
       const s = summarize([result]);
@@ -207,11 +228,11 @@ async function main() {
     }
   }
   const atHalf = summarize(pacedRounds.get(ours)!);
-  const bareAtHalf = summarize(pacedRounds.get(bare)!);
+  const controlAtHalf = summarize(pacedRounds.get(control)!);
   const atHalfBursty = summarize([
     await saturate({ ...half, url: ours.server.url, overallRate: rate, headers: ours.headers }),
   ]);
-  for (const s of [atHalf, bareAtHalf, atHalfBursty]) {
+  for (const s of [atHalf, controlAtHalf, atHalfBursty]) {
     if (s.failures > 0) throw new Error(`half rate: ${s.failures} failed requests`);
   }
 
@@ -219,7 +240,7 @@ async function main() {
   const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
   const row = (
     label: string,
-    s: ReturnType<typeof summarize> & { cpu?: number },
+    s: ReturnType<typeof summarize> & { cpu?: number; dbCpu?: number },
     vsBare: string,
     target: string,
   ) => [
@@ -228,6 +249,7 @@ async function main() {
     fmt.ms(s.p50),
     fmt.ms(s.p99),
     s.cpu === undefined ? '' : fmt.rps(s.cpu),
+    s.dbCpu === undefined ? '' : fmt.rps(s.dbCpu),
     vsBare,
     target,
   ];
@@ -235,7 +257,7 @@ async function main() {
   console.log(
     '\n' +
       table(
-        ['measurement', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'vs bare', 'target'],
+        ['measurement', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'Postgres µs/req', 'vs bare', 'target'],
         [
           row(
             'ours (store redis, LOG_LEVEL=info)',
@@ -244,6 +266,7 @@ async function main() {
             `≥ ${TARGET_RATIO}: ${verdict(ratio >= TARGET_RATIO)}`,
           ),
           row('bare Express + pg', of(bare), '1.00', ''),
+          row('bare, prepared statement', of(barePrepared), vs(barePrepared), ''),
           row('ours, LOG_LEVEL=warn', of(warn), vs(warn), ''),
           row('ours, RATE_LIMIT_STORE=postgres', of(pgStore), vs(pgStore), ''),
           row(
@@ -252,7 +275,7 @@ async function main() {
             '',
             `p99 ≤ ${TARGET_P99_MS} ms: ${verdict(atHalf.p99 <= TARGET_P99_MS)}`,
           ),
-          row(`bare at ${rate} req/s, paced (control)`, bareAtHalf, '', ''),
+          row(`bare, prepared, at ${rate} req/s, paced (control)`, controlAtHalf, '', ''),
           row(`ours at ${rate} req/s, autocannon overallRate`, atHalfBursty, '', 'bursty, for reference'),
         ],
       ),
@@ -261,10 +284,14 @@ async function main() {
     `\nratio ours/bare ${fmt.ratio(ratio)} (target ≥ ${TARGET_RATIO}): ${verdict(ratio >= TARGET_RATIO)}` +
       `\np99 at half max (${rate} req/s, paced) ${fmt.ms(atHalf.p99)} ms (target ≤ ${TARGET_P99_MS} ms): ` +
       verdict(atHalf.p99 <= TARGET_P99_MS) +
+      `\nours/bare prepared ${fmt.ratio(of(ours).rps / of(barePrepared).rps)} (what our layers cost, ` +
+      `with the same work in Postgres)` +
       `\nrate-limit store: postgres/redis req/s ${fmt.ratio(of(pgStore).rps / of(ours).rps)}, ` +
       `p99 redis ${fmt.ms(of(ours).p99)} ms, postgres ${fmt.ms(of(pgStore).p99)} ms` +
       `\nserver CPU per request: ours ${fmt.rps(of(ours).cpu)} µs, bare ${fmt.rps(of(bare).cpu)} µs ` +
-      `(bare/ours ${fmt.ratio(of(bare).cpu / of(ours).cpu)})`,
+      `(bare/ours ${fmt.ratio(of(bare).cpu / of(ours).cpu)}), bare prepared ${fmt.rps(of(barePrepared).cpu)} µs` +
+      `\nPostgres CPU per request: ours ${fmt.rps(of(ours).dbCpu)} µs, bare ${fmt.rps(of(bare).dbCpu)} µs, ` +
+      `bare prepared ${fmt.rps(of(barePrepared).dbCpu)} µs`,
   );
 }
 

@@ -1,7 +1,6 @@
 // Helpers any benchmark here can share: load runners, exact percentiles, child servers, tables.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
+import { closeSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,61 +50,6 @@ export async function saturate(opts: LoadOptions & { overallRate?: number }): Pr
     latencies,
     failures: non2xx + result.errors + result.timeouts,
   };
-}
-
-/**
- * Open-loop load at an even `rate`: requests are started on a 1 ms schedule whether or not earlier
- * ones have answered, and timed from that start, so queueing counts. autocannon's overallRate is
- * not even: each connection sends its whole per-second quota back to back, then waits for the
- * next second, so at half the maximum rate half of every second is full load.
- *
- * The first `warmupSeconds` run at the same pace but are not measured: they open the agent's
- * connections, and the first 50-100 ms of a run (requests queued in the agent while its sockets
- * connect) are otherwise enough slow answers to set a 5 to 10 s run's p99 by themselves.
- */
-export async function paced(
-  opts: LoadOptions & { rate: number; warmupSeconds?: number },
-): Promise<LoadResult> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
-  const latencies: number[] = [];
-  let failures = 0;
-  let sent = 0;
-  let inFlight = 0;
-  const start = performance.now();
-  const measuredFrom = start + (opts.warmupSeconds ?? 0) * 1000;
-  const end = measuredFrom + opts.seconds * 1000;
-  await new Promise<void>((resolve) => {
-    const settle = () => {
-      inFlight--;
-      if (inFlight === 0 && performance.now() >= end) resolve();
-    };
-    const fire = () => {
-      inFlight++;
-      const began = performance.now();
-      const req = http.get(new URL(opts.nextPath(), opts.url), { agent, headers: opts.headers }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          if (res.statusCode! < 200 || res.statusCode! >= 300) failures++;
-          else if (began >= measuredFrom) latencies.push(performance.now() - began);
-          settle();
-        });
-      });
-      req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
-      req.on('error', () => {
-        failures++;
-        settle();
-      });
-    };
-    const tick = () => {
-      const now = Math.min(performance.now(), end);
-      for (const due = Math.floor(((now - start) / 1000) * opts.rate); sent < due; sent++) fire();
-      if (now < end) setTimeout(tick, 1);
-      else if (inFlight === 0) resolve();
-    };
-    tick();
-  });
-  agent.destroy();
-  return { rps: latencies.length / opts.seconds, latencies, failures };
 }
 
 /** Nearest-rank percentile of an already sorted sample. */
@@ -211,6 +155,35 @@ export function cpuMicros(pid: number): number {
   } catch {
     return NaN;
   }
+}
+
+/**
+ * Starts counting the CPU time of every process named `command` (as /proc/<pid>/comm has it):
+ * `postgres` counts the server's backends, which do the database's share of each request. The
+ * returned function tells the µs used since. Per process, so one that exits meanwhile (a pool
+ * closing an idle connection) takes only its time in between with it, not all it ever used.
+ */
+export function commandCpuMeter(command: string): () => number {
+  const read = () => {
+    const byPid = new Map<number, number>();
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== command) continue;
+      } catch {
+        continue; // Gone since the listing.
+      }
+      const cpu = cpuMicros(Number(entry));
+      if (!Number.isNaN(cpu)) byPid.set(Number(entry), cpu);
+    }
+    return byPid;
+  };
+  const before = read();
+  return () => {
+    let total = 0;
+    for (const [pid, cpu] of read()) total += cpu - (before.get(pid) ?? 0);
+    return total;
+  };
 }
 
 /**

@@ -5,7 +5,8 @@
 //   parent → { op: 'run', url, headers, paths, rate, minutes }
 //   child  → { minute, rps, p50, p95, p99, failures }   after each minute
 //   child  → { done: true, rps, p50, p95, p99, failures } over every minute
-import { paced, percentile } from './lib.ts';
+import { percentile } from './lib.ts';
+import { paced } from './paced.ts';
 
 interface Run {
   op: 'run';
