@@ -219,11 +219,17 @@ async function main() {
   ]);
   for (let round = 0; round < HALF_RATE_ROUNDS; round++) {
     for (const target of round % 2 === 0 ? [ours, control] : [control, ours]) {
+      // How busy the server's own process is at this pace (its warm-up second included): the
+      // nearer a whole core, the longer the queues a burst from elsewhere leaves behind.
+      const cpuBefore = cpuMicros(target.server.pid);
+      const startedAt = performance.now();
       const result = await paced({ ...half, url: target.server.url, headers: target.headers });
+      const busy = (cpuMicros(target.server.pid) - cpuBefore) / ((performance.now() - startedAt) * 1000);
       pacedRounds.get(target)!.push(result);
       const s = summarize([result]);
       console.log(
-        `paced ${round + 1}  ${target.label.padEnd(22)} ${rate} req/s  p50 ${fmt.ms(s.p50)} ms  p99 ${fmt.ms(s.p99)} ms`,
+        `paced ${round + 1}  ${target.label.padEnd(22)} ${rate} req/s  p50 ${fmt.ms(s.p50)} ms  p99 ${fmt.ms(s.p99)} ms` +
+          `  server CPU ${(busy * 100).toFixed(0)} % of a core`,
       );
     }
   }
