@@ -8,7 +8,7 @@ import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import {
   runBench,
   commandCpuMeter,
-  cpuMicros,
+  cpuMeter,
   fmt,
   median,
   onCleanup,
@@ -164,10 +164,10 @@ async function main() {
     for (let i = 0; i < targets.length; i++) {
       const target = targets[(i + round) % targets.length]!;
       await load(target, ROUND_WARMUP_SECONDS);
-      const cpuBefore = cpuMicros(target.server.pid);
+      const serverMeter = cpuMeter(target.server.pid);
       const dbMeter = commandCpuMeter('postgres');
       const result = await load(target, ROUND_SECONDS);
-      const cpu = (cpuMicros(target.server.pid) - cpuBefore) / result.latencies.length;
+      const cpu = serverMeter() / result.latencies.length;
       const dbCpu = dbMeter() / result.latencies.length;
       rounds.get(target)!.push(result);
       serverCpuRounds.get(target)!.push(cpu);
@@ -221,10 +221,10 @@ async function main() {
     for (const target of round % 2 === 0 ? [ours, control] : [control, ours]) {
       // How busy the server's own process is at this pace (its warm-up second included): the
       // nearer a whole core, the longer the queues a burst from elsewhere leaves behind.
-      const cpuBefore = cpuMicros(target.server.pid);
+      const serverMeter = cpuMeter(target.server.pid);
       const startedAt = performance.now();
       const result = await paced({ ...half, url: target.server.url, headers: target.headers });
-      const busy = (cpuMicros(target.server.pid) - cpuBefore) / ((performance.now() - startedAt) * 1000);
+      const busy = serverMeter() / ((performance.now() - startedAt) * 1000);
       pacedRounds.get(target)!.push(result);
       const s = summarize([result]);
       console.log(

@@ -146,7 +146,7 @@ let clockTicksPerSecond: number | undefined;
  * CPU time a process has used so far, user + system over all its threads, in µs; NaN where
  * /proc is missing. Unlike req/s, CPU per request hardly moves with the rest of the machine's load.
  */
-export function cpuMicros(pid: number): number {
+function cpuMicros(pid: number): number {
   try {
     clockTicksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
     // Fields after the command name, which is in parentheses and may contain spaces.
@@ -155,6 +155,12 @@ export function cpuMicros(pid: number): number {
   } catch {
     return NaN;
   }
+}
+
+/** Starts counting a process's CPU time (see cpuMicros); the returned function tells the µs used since. */
+export function cpuMeter(pid: number): () => number {
+  const before = cpuMicros(pid);
+  return () => cpuMicros(pid) - before;
 }
 
 /**
