@@ -1,6 +1,6 @@
 // docker-compose.yml, checked without a Docker engine: against the Compose Specification's JSON
 // Schema (vendored in infra/schemas, see its README), and against the packages: each app service
-// builds its own Dockerfile, starts with its package's start script, sets only settings its
+// builds its own target of the Dockerfile, starts with its package's start script, sets only settings its
 // config reads, with values that config accepts, and starts after the one-shot migrate.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,7 @@ import { parse } from 'yaml';
 import {
   deployables,
   durationMs,
-  parseDockerfile,
+  imageCommand,
   readJson,
   readText,
   services,
@@ -76,15 +76,13 @@ describe.each(Object.keys(appServices))('compose service %s', (name) => {
     Object.entries(service.environment ?? {}).map(([k, v]) => [k, String(v)]),
   );
 
-  test('builds its own Dockerfile from the repository root', () => {
-    expect(service.build).toEqual({ context: '.', dockerfile: d.dockerfile });
+  test('builds its own target of the Dockerfile from the repository root', () => {
+    expect(service.build).toEqual({ context: '.', target: d.target });
     expect(service.image).toMatch(new RegExp(`^trips/${name}:`));
   });
 
   test("runs the image's command, which is the package's start script", () => {
-    const cmd = parseDockerfile(readText(d.dockerfile))
-      .stages.at(-1)!
-      .instructions.findLast((i) => i.keyword === 'CMD')!.json;
+    const cmd = imageCommand(d.target);
     expect(cmd).toEqual([...startCommand(d.pkgDir), ...d.extraArgs]);
     if (service.command !== undefined) expect(service.command).toEqual(cmd);
     expect(service.entrypoint).toBeUndefined();
@@ -154,6 +152,6 @@ test('the backing services and the demo pieces are there', () => {
   expect(compose.services.redis.healthcheck).toBeDefined();
   expect(compose.services.dispatcher.environment.SMTP_URL).toBe('smtp://mailpit:1025');
   expect(compose.services['demo-receiver'].image).toBe(compose.services['demo-setup'].image);
-  expect(compose.services['demo-setup'].build.dockerfile).toBe('infra/demo/Dockerfile');
+  expect(compose.services['demo-setup'].build).toEqual({ context: '.', target: 'demo' });
   expect(compose.services['demo-setup'].environment.DEMO_RECEIVER_URL).toMatch(/^https:\/\/demo-receiver:/);
 });

@@ -1,5 +1,5 @@
 // Shared by the deployment checks (test/deploy/*.test.ts). There is no Docker engine and no cluster
-// here, so the Dockerfiles, docker-compose.yml and the Kustomize output are checked statically,
+// here, so the Dockerfile, docker-compose.yml and the Kustomize output are checked statically,
 // against the package scripts and against the settings each service's config actually reads.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -20,7 +20,8 @@ type Env = Record<string, string | undefined>;
 export interface Deployable {
   /** Workspace directory of the package the image runs. */
   pkgDir: string;
-  dockerfile: string;
+  /** Its image's target in the Dockerfile (`docker build --target`). */
+  target: string;
   /** Arguments after the package's start script (the migrate image runs `tripctl migrate`). */
   extraArgs: string[];
   /** Parses an environment the way the process does at start; throws a ConfigError naming bad values. */
@@ -36,7 +37,7 @@ export interface Deployable {
 export const deployables: Record<'api' | 'recorder' | 'dispatcher' | 'migrate', Deployable> = {
   api: {
     pkgDir: 'services/api',
-    dockerfile: 'services/api/Dockerfile',
+    target: 'api',
     extraArgs: [],
     parse: (env) => apiConfig(env),
     health: { env: 'PORT', default: 3000 },
@@ -45,7 +46,7 @@ export const deployables: Record<'api' | 'recorder' | 'dispatcher' | 'migrate', 
   },
   recorder: {
     pkgDir: 'services/recorder',
-    dockerfile: 'services/recorder/Dockerfile',
+    target: 'recorder',
     extraArgs: [],
     parse: (env) => recorderConfig(env),
     health: { env: 'RECORDER_HEALTH_PORT', default: 3001 },
@@ -54,7 +55,7 @@ export const deployables: Record<'api' | 'recorder' | 'dispatcher' | 'migrate', 
   },
   dispatcher: {
     pkgDir: 'services/dispatcher',
-    dockerfile: 'services/dispatcher/Dockerfile',
+    target: 'dispatcher',
     extraArgs: [],
     parse: (env) => dispatcherConfig(env),
     health: { env: 'DISPATCHER_HEALTH_PORT', default: 3002 },
@@ -63,7 +64,7 @@ export const deployables: Record<'api' | 'recorder' | 'dispatcher' | 'migrate', 
   },
   migrate: {
     pkgDir: 'packages/tripctl',
-    dockerfile: 'infra/migrate/Dockerfile',
+    target: 'migrate',
     extraArgs: ['migrate'],
     parse: (env) => [tripctlConfig(env), defaultBaseUrl(env)],
     required: ['DATABASE_URL'],
@@ -134,7 +135,7 @@ export function durationMs(value: string): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Dockerfiles
+// The Dockerfile: one target per image
 
 export interface DockerInstruction {
   keyword: string;
@@ -187,45 +188,91 @@ export function parseDockerfile(text: string): { args: Record<string, string>; s
   return { args, stages };
 }
 
-const last = (stage: DockerStage, keyword: string) =>
-  stage.instructions.filter((i) => i.keyword === keyword).at(-1);
+/** What `docker build --target` builds of a Dockerfile. */
+export interface DockerTarget {
+  /** The image's own stage and the stages it is built FROM, the base first: what the image holds. */
+  chain: DockerStage[];
+  /** Every stage the build runs for it, in the file's order: the chain and what it copies from. */
+  stages: DockerStage[];
+}
 
-/** The policy every image follows; answers the problems found (none: the Dockerfile is fine). */
+export function dockerTarget(all: DockerStage[], target: string): DockerTarget {
+  const byName = new Map(all.filter((s) => s.name).map((s) => [s.name!, s]));
+  const stageNamed = (name: string) => {
+    const stage = byName.get(name);
+    if (!stage) throw new Error(`no stage named ${name}`);
+    return stage;
+  };
+  const chainOf = (stage: DockerStage): DockerStage[] =>
+    byName.has(stage.from) ? [...chainOf(byName.get(stage.from)!), stage] : [stage];
+  const needed = new Set<DockerStage>();
+  const visit = (stage: DockerStage) => {
+    if (needed.has(stage)) return;
+    needed.add(stage);
+    if (byName.has(stage.from)) visit(byName.get(stage.from)!);
+    for (const i of stage.instructions) {
+      if (i.keyword === 'COPY' && i.flags.from != null) visit(stageNamed(i.flags.from));
+    }
+  };
+  const own = stageNamed(target);
+  visit(own);
+  return { chain: chainOf(own), stages: all.filter((s) => needed.has(s)) };
+}
+
+const last = (instructions: DockerInstruction[], keyword: string) =>
+  instructions.filter((i) => i.keyword === keyword).at(-1);
+
+/** The command an image of the repository's Dockerfile runs (its CMD, exec form). */
+export function imageCommand(target: string): string[] | undefined {
+  const { chain } = dockerTarget(parseDockerfile(readText('Dockerfile')).stages, target);
+  return last(
+    chain.flatMap((s) => s.instructions),
+    'CMD',
+  )?.json;
+}
+
+/** The policy every image follows; answers the problems found (none: the target is fine). */
 export function dockerfileProblems(
   text: string,
+  target: string,
   expect: { pkgDir: string; cmd: string[]; closure: string[]; pnpmVersion: string; port?: number },
 ): string[] {
   const problems: string[] = [];
-  const { stages } = parseDockerfile(text);
-  const runtime = stages.at(-1);
-  if (!runtime) return ['no FROM'];
+  const all = parseDockerfile(text).stages;
+  if (!all.some((s) => s.name === target)) return [`no stage named ${target}`];
+  const { chain, stages } = dockerTarget(all, target);
+  const stageNames = new Set(all.map((s) => s.name));
   for (const stage of stages) {
-    if (!/^node:24(?:[.-]|$)/.test(stage.from)) problems.push(`base image ${stage.from} is not node:24`);
+    if (!stageNames.has(stage.from) && !/^node:24(?:[.-]|$)/.test(stage.from)) {
+      problems.push(`base image ${stage.from} is not node:24`);
+    }
   }
-  if (stages.length < 2) problems.push('not multi-stage: the runtime stage must not carry the build tools');
+  // What the image holds: its stage and those it is built FROM.
+  const image = chain.flatMap((s) => s.instructions);
+  if (image.some((i) => i.keyword === 'RUN' && i.args.some((a) => /^"?pnpm(@|$)/.test(a)))) {
+    problems.push('the image carries the build tools: pnpm must run in stages it only copies from');
+  }
 
-  const user = last(runtime, 'USER')?.args[0];
+  const user = last(image, 'USER')?.args[0];
   if (!user) problems.push('no USER: the image would run as root');
   else if (!/^[1-9]\d*(?::\d+)?$/.test(user)) {
     problems.push(`USER ${user} must be a non-zero numeric uid (runAsNonRoot can only verify numbers)`);
   }
 
-  const entrypoint = last(runtime, 'ENTRYPOINT');
+  const entrypoint = last(image, 'ENTRYPOINT');
   const init = entrypoint?.json?.[0] ?? '';
   if (!/\/(tini|dumb-init)$/.test(init)) {
     problems.push(`ENTRYPOINT ${JSON.stringify(entrypoint?.args)} is not an init process in exec form`);
   } else {
-    const installed = runtime.instructions.some(
-      (i) => i.keyword === 'RUN' && i.args.includes(init.split('/').at(-1)!),
-    );
-    if (!installed) problems.push(`${init} is not installed in the runtime stage`);
+    const installed = image.some((i) => i.keyword === 'RUN' && i.args.includes(init.split('/').at(-1)!));
+    if (!installed) problems.push(`${init} is not installed in the image`);
   }
 
-  const cmd = last(runtime, 'CMD')?.json;
+  const cmd = last(image, 'CMD')?.json;
   if (JSON.stringify(cmd) !== JSON.stringify(expect.cmd)) {
     problems.push(`CMD ${JSON.stringify(cmd)} is not the start script ${JSON.stringify(expect.cmd)}`);
   }
-  const workdir = last(runtime, 'WORKDIR')?.args[0];
+  const workdir = last(image, 'WORKDIR')?.args[0];
   if (workdir !== `/app/${expect.pkgDir}`) problems.push(`WORKDIR ${workdir} is not /app/${expect.pkgDir}`);
 
   const install = stages
@@ -249,17 +296,17 @@ export function dockerfileProblems(
     );
   }
 
-  // The runtime stage takes node_modules and exactly the package with its workspace closure.
-  const copied = runtime.instructions
+  // The image takes node_modules and exactly the package with its workspace closure.
+  const copied = image
     .filter((i) => i.keyword === 'COPY' && i.flags.from != null)
     .map((i) => i.args[0]!.replace(/^\/workspace\//, ''))
     .sort();
   const wanted = ['node_modules', ...expect.closure, expect.pkgDir].sort();
   if (JSON.stringify(copied) !== JSON.stringify(wanted)) {
-    problems.push(`runtime stage copies ${JSON.stringify(copied)}, expected ${JSON.stringify(wanted)}`);
+    problems.push(`the image copies ${JSON.stringify(copied)}, expected ${JSON.stringify(wanted)}`);
   }
   if (expect.port !== undefined) {
-    const exposed = last(runtime, 'EXPOSE')?.args[0];
+    const exposed = last(image, 'EXPOSE')?.args[0];
     if (exposed !== String(expect.port)) problems.push(`EXPOSE ${exposed}, expected ${expect.port}`);
   }
   return problems;

@@ -1,4 +1,4 @@
-// The images (services/*/Dockerfile, infra/migrate/Dockerfile, infra/demo/Dockerfile), checked
+// The images (the Dockerfile's targets api, recorder, dispatcher, migrate and demo), checked
 // without a Docker engine: statically against the package scripts and the workspace, and by
 // replaying their build and start steps in a temporary directory, which proves that the production
 // install holds every module each process imports and that Node can load the .ts sources there.
@@ -10,6 +10,8 @@ import {
   deployables,
   dockerfileProblems,
   dockerignore,
+  dockerTarget,
+  imageCommand,
   parseDockerfile,
   readJson,
   readText,
@@ -31,13 +33,15 @@ function expectationsFor(d: Deployable) {
   };
 }
 
-describe('each Dockerfile follows the image policy', () => {
+const dockerfile = readText('Dockerfile');
+
+describe("each of the Dockerfile's images follows the image policy", () => {
   test.each(Object.entries(deployables))('%s', (_name, d) => {
-    expect(dockerfileProblems(readText(d.dockerfile), expectationsFor(d))).toEqual([]);
+    expect(dockerfileProblems(dockerfile, d.target, expectationsFor(d))).toEqual([]);
   });
 
   test('the demo image too (its CMD is the demo receiver, not a package script)', () => {
-    const problems = dockerfileProblems(readText('infra/demo/Dockerfile'), {
+    const problems = dockerfileProblems(dockerfile, 'demo', {
       ...expectationsFor(deployables.migrate),
       cmd: ['node', 'receiver.mts'],
     });
@@ -63,8 +67,9 @@ describe('each Dockerfile follows the image policy', () => {
   });
 });
 
-describe('the policy check fails on a Dockerfile that breaks the policy', () => {
-  const good = readText('services/api/Dockerfile');
+describe('the policy check fails on an image that breaks the policy', () => {
+  // Each change below hits the first match in the file: the api target's, or what all share.
+  const good = dockerfile;
   const expectations = expectationsFor(deployables.api);
   test.each([
     ['runs as root', good.replace('USER 1000:1000', 'USER root'), /USER root must be a non-zero numeric uid/],
@@ -88,11 +93,17 @@ describe('the policy check fails on a Dockerfile that breaks the policy', () => 
     ['installs devDependencies', good.replace(' --prod --filter', ' --filter'), /without --prod/],
     [
       'forgets a workspace package',
-      good.replace(/^COPY --from=build \/workspace\/packages\/db .*$/m, ''),
-      /runtime stage copies/,
+      good.replace(/^COPY --from=api-install \/workspace\/packages\/db .*$/m, ''),
+      /the image copies/,
     ],
+    [
+      'carries pnpm',
+      good.replace('FROM ${NODE_IMAGE} AS runtime', 'FROM workspace AS runtime'),
+      /carries the build tools/,
+    ],
+    ['is not in the file', good.replace('AS api\n', 'AS app\n'), /no stage named api/],
   ])('%s', (_what, broken, message) => {
-    expect(dockerfileProblems(broken, expectations).join('\n')).toMatch(message);
+    expect(dockerfileProblems(broken, 'api', expectations).join('\n')).toMatch(message);
   });
 });
 
@@ -117,8 +128,9 @@ describe('.dockerignore sends the workspace without installed modules or tests',
 });
 
 // ---------------------------------------------------------------------------------------------
-// Replaying the build: the build stage's COPY and `pnpm install` (offline, from the store this
-// machine's install filled), then the runtime stage's COPY, then the CMD in its WORKDIR.
+// Replaying the build of one target: the stages it needs, in order, each starting from the files
+// and WORKDIR of the stage it is built FROM; their COPY and `pnpm install` (offline, from the store
+// this machine's install filled), then the image's CMD in its WORKDIR.
 
 /** The build context as Docker would send it. */
 function contextFiles(): string[] {
@@ -156,14 +168,18 @@ interface Replayed {
   dir: string;
 }
 
-function replayBuild(dockerfile: string, files: string[]): Replayed {
+function replayBuild(target: string, files: string[]): Replayed {
   const dir = mkdtempSync(join(tmpdir(), 'trips-image-'));
-  const { stages } = parseDockerfile(readText(dockerfile));
+  const { chain, stages } = dockerTarget(parseDockerfile(dockerfile).stages, target);
   const fs = (stage: string, path: string) => join(dir, stage, path);
-  let workdir = '/';
-  for (const [index, stage] of stages.entries()) {
-    const name = stage.name ?? `stage${index}`;
-    workdir = '/';
+  const workdirs = new Map<string, string>();
+  for (const stage of stages) {
+    const name = stage.name!;
+    mkdirSync(fs(name, '/'), { recursive: true });
+    const parent = workdirs.get(stage.from);
+    if (parent !== undefined)
+      cpSync(join(dir, stage.from), join(dir, name), { recursive: true, verbatimSymlinks: true });
+    let workdir = parent ?? '/';
     for (const i of stage.instructions) {
       if (i.keyword === 'WORKDIR') {
         workdir = i.args[0]!.startsWith('/') ? i.args[0]! : join(workdir, i.args[0]!);
@@ -188,15 +204,16 @@ function replayBuild(dockerfile: string, files: string[]): Replayed {
           encoding: 'utf8',
         });
         if (result.status !== 0) {
-          throw new Error(`${dockerfile}: pnpm ${args.join(' ')} failed:\n${result.stdout}${result.stderr}`);
+          throw new Error(`${target}: pnpm ${args.join(' ')} failed:\n${result.stdout}${result.stderr}`);
         }
       }
     }
+    workdirs.set(name, workdir);
   }
-  const runtime = stages.at(-1)!;
-  const runtimeName = runtime.name ?? `stage${stages.length - 1}`;
+  const workdir = workdirs.get(target)!;
   const env = Object.fromEntries(
-    runtime.instructions
+    chain
+      .flatMap((s) => s.instructions)
       .filter((i) => i.keyword === 'ENV')
       .flatMap((i) => i.args.map((a) => a.split('=') as [string, string])),
   );
@@ -204,9 +221,9 @@ function replayBuild(dockerfile: string, files: string[]): Replayed {
     dir,
     run(argv, extra) {
       // Absolute paths are the image's: map them into the replayed runtime stage.
-      const [command, ...rest] = argv.map((a) => (a.startsWith('/') ? fs(runtimeName, a) : a));
+      const [command, ...rest] = argv.map((a) => (a.startsWith('/') ? fs(target, a) : a));
       const result = spawnSync(command === 'node' ? process.execPath : command!, rest, {
-        cwd: fs(runtimeName, workdir),
+        cwd: fs(target, workdir),
         // Nothing from this machine's environment: only what the image and the test set.
         env: { PATH: process.env.PATH ?? '', ...env, ...extra },
         encoding: 'utf8',
@@ -234,12 +251,9 @@ describe('replaying each image build: the production install runs the package', 
   test.each(Object.entries(deployables))(
     '%s',
     (name, d) => {
-      const image = replayBuild(d.dockerfile, files);
+      const image = replayBuild(d.target, files);
       dirs.push(image.dir);
-      const cmd = parseDockerfile(readText(d.dockerfile))
-        .stages.at(-1)!
-        .instructions.findLast((i) => i.keyword === 'CMD')!.json!;
-      const { status, output } = image.run(cmd, startsUntilConfig[name]!.env);
+      const { status, output } = image.run(imageCommand(d.target)!, startsUntilConfig[name]!.env);
       expect(status).not.toBe(0);
       expect(output).not.toMatch(/ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING/);
       expect(output).not.toMatch(/ERR_MODULE_NOT_FOUND|Cannot find (package|module)/);
@@ -249,7 +263,7 @@ describe('replaying each image build: the production install runs the package', 
   );
 
   test('demo: tripctl and the demo scripts load', () => {
-    const image = replayBuild('infra/demo/Dockerfile', files);
+    const image = replayBuild('demo', files);
     dirs.push(image.dir);
     const help = image.run(['node', '/app/packages/tripctl/src/main.ts', '--help'], {});
     expect(help.output).toMatch(/Usage: tripctl/);
