@@ -12,6 +12,9 @@ export AMQP_URL="${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
 export PORT="${PORT:-3000}"
 receiver_port="${DEMO_RECEIVER_PORT:-4000}"
+# The services' JSON logs show warnings and errors only, so the demo's own lines stay readable
+# between them; LOG_LEVEL=info shows every request and batch too.
+service_log_level="${LOG_LEVEL:-warn}"
 
 node scripts/ensure-database.ts
 pnpm --silent tripctl migrate
@@ -50,7 +53,7 @@ for _ in $(seq 1 100); do [ -s .demo/ca.pem ] && break; sleep 0.1; done
 # to the webhooks (health on :3002). The dispatcher is ready first: it declares the queues, so the
 # demo seed's events need not wait the recorder's second before it publishes again what no queue took.
 # Started with node itself (not through pnpm, which does not pass SIGTERM on), so Ctrl-C reaches each.
-run_service() { (cd "services/$1" && exec node src/main.ts) & pids+=($!); }
+run_service() { (cd "services/$1" && LOG_LEVEL="$service_log_level" exec node src/main.ts) & pids+=($!); }
 WEBHOOK_CA_FILE="$PWD/.demo/ca.pem" WEBHOOK_ALLOW_PRIVATE_NETWORKS=true run_service dispatcher
 for _ in $(seq 1 150); do
   curl -sf "http://127.0.0.1:${DISPATCHER_HEALTH_PORT:-3002}/readyz" >/dev/null && break
@@ -80,6 +83,7 @@ $watch
 API settings page (keys, webhooks, delivery log): http://localhost:${PORT}/settings
   sign in as $owner_email with the password $owner_password
 API reference: http://localhost:${PORT}/docs. Ctrl-C stops everything.
+The services log at level $service_log_level here (LOG_LEVEL=info bash scripts/start.sh shows every request).
 
 INFO
 # The simulator starts after the banner so its lines follow it (scripts/simulator.ts).
