@@ -3,7 +3,7 @@ import pg from 'pg';
 import { assertValid, validate, type SchemaName } from '@trips/contracts';
 import { listTrips } from '@trips/db';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
-import { agencyWithKey, client, insertTrip, startTestApi, type Fixture } from './support.ts';
+import { agencyWithKey, client, insertContact, insertTrip, startTestApi, type Fixture } from './support.ts';
 
 let t: TestDatabase;
 let api: Awaited<ReturnType<typeof startTestApi>>;
@@ -161,23 +161,9 @@ describe('payments and contacts (D5)', () => {
   test('a contact lists its trips, templates excluded; other agencies see 404', async () => {
     const trip = await insertTrip(t.db, own.agencyId);
     const template = await insertTrip(t.db, own.agencyId, { is_template: true });
-    const contact = await t.db
-      .insertInto('contacts')
-      .values({
-        agency_id: own.agencyId,
-        first_name: 'Rory',
-        last_name: 'Fairway',
-        email: 'rory@example.com',
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    await t.db
-      .insertInto('trip_contacts')
-      .values([
-        { agency_id: own.agencyId, trip_id: trip.id, contact_id: contact.id },
-        { agency_id: own.agencyId, trip_id: template.id, contact_id: contact.id },
-      ])
-      .execute();
+    const contact = await insertContact(t.db, own.agencyId, [trip.id, template.id], {
+      email: 'rory@example.com',
+    });
     const res = await get(`/api/v1/contacts/${contact.id}`);
     assertValid('Contact', res.body);
     expect(res.body).toMatchObject({
@@ -219,15 +205,7 @@ describe('a trip turned into a template and back (D5)', () => {
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    const contact = await t.db
-      .insertInto('contacts')
-      .values({ agency_id: own.agencyId, first_name: 'Ada', last_name: 'Fairway' })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    await t.db
-      .insertInto('trip_contacts')
-      .values({ agency_id: own.agencyId, trip_id: trip.id, contact_id: contact.id })
-      .execute();
+    const contact = await insertContact(t.db, own.agencyId, [trip.id], { first_name: 'Ada' });
     const contactIn = (seen: any[]) => seen.find((c) => c.id === contact.id);
     const paymentIds = (seen: any[]) => seen.map((p) => p.id);
 

@@ -11,7 +11,7 @@ import {
   findTripPrecompiled,
 } from '@trips/db';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
-import { agencyWithKey, insertTrip, type Fixture } from './support.ts';
+import { agencyWithKey, insertContact, insertTrip, type Fixture } from './support.ts';
 
 let t: TestDatabase;
 let own: Fixture;
@@ -67,18 +67,7 @@ test('payments: shown, draft, cancelled, on a template; contacts with their trip
     ])
     .returning('id')
     .execute();
-  const contact = await t.db
-    .insertInto('contacts')
-    .values({ agency_id: own.agencyId, first_name: 'Rory', last_name: 'Fairway' })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  await t.db
-    .insertInto('trip_contacts')
-    .values([
-      { agency_id: own.agencyId, trip_id: trip.id, contact_id: contact.id },
-      { agency_id: own.agencyId, trip_id: template.id, contact_id: contact.id },
-    ])
-    .execute();
+  const contact = await insertContact(t.db, own.agencyId, [trip.id, template.id]);
   for (const agencyId of [own.agencyId, other.agencyId]) {
     for (const { id } of [...payments, { id: 'pay_missing' }]) {
       expect(await findPaymentPrecompiled(t.db, agencyId, id)).toEqual(await findPayment(t.db, agencyId, id));

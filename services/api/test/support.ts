@@ -50,6 +50,27 @@ export async function insertTrip(
     .executeTakeFirstOrThrow();
 }
 
+/** A contact of the agency (Rory Fairway unless `values` say otherwise), linked to `tripIds`. */
+export async function insertContact(
+  db: Kysely<Database>,
+  agencyId: string,
+  tripIds: string[] = [],
+  values: Record<string, unknown> = {},
+) {
+  const contact = await db
+    .insertInto('contacts')
+    .values({ agency_id: agencyId, first_name: 'Rory', last_name: 'Fairway', ...values } as never)
+    .returning(['id'])
+    .executeTakeFirstOrThrow();
+  if (tripIds.length > 0) {
+    await db
+      .insertInto('trip_contacts')
+      .values(tripIds.map((tripId) => ({ agency_id: agencyId, trip_id: tripId, contact_id: contact.id })))
+      .execute();
+  }
+  return contact;
+}
+
 export function client(baseUrl: string, key?: string) {
   return async (path: string, init: RequestInit = {}) => {
     const headers = new Headers(init.headers);
