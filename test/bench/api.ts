@@ -208,20 +208,19 @@ async function main() {
   // - the prepared bare at half its own maximum: the same target for a server with none of our
   //   layers, so a miss there is the machine's, not our code's.
   const rate = Math.floor(of(ours).rps / 2);
-  const oursPaced: PacedSeries = { label: 'ours', target: ours, rate, rounds: [] };
-  const controlPaced: PacedSeries = {
-    label: 'bare, prepared (control)',
-    target: barePrepared,
-    rate,
+  const pacedSeries = (label: string, target: Target, at: number): PacedSeries => ({
+    label,
+    target,
+    rate: at,
     rounds: [],
-  };
-  const bareOwnHalf = Math.floor(of(barePrepared).rps / 2);
-  const bareOwnHalfPaced: PacedSeries = {
-    label: 'bare, prepared, own half',
-    target: barePrepared,
-    rate: bareOwnHalf,
-    rounds: [],
-  };
+  });
+  const oursPaced = pacedSeries('ours', ours, rate);
+  const controlPaced = pacedSeries('bare, prepared (control)', barePrepared, rate);
+  const bareOwnHalfPaced = pacedSeries(
+    'bare, prepared, own half',
+    barePrepared,
+    Math.floor(of(barePrepared).rps / 2),
+  );
   const series = [oursPaced, controlPaced, bareOwnHalfPaced];
   const pacedLoad = (one: PacedSeries, seconds: number, warmupSeconds: number) =>
     paced({
@@ -313,7 +312,7 @@ async function main() {
           ),
           row(`bare, prepared, at ${rate} req/s, paced (control)`, controlAtHalf, '', ''),
           row(
-            `bare, prepared, at ${bareOwnHalf} req/s (its own half max), paced`,
+            `bare, prepared, at ${bareOwnHalfPaced.rate} req/s (its own half max), paced`,
             bareAtOwnHalf,
             '',
             `same target: ${verdict(bareAtOwnHalf.p99 <= TARGET_P99_MS)}`,
@@ -326,7 +325,7 @@ async function main() {
     `\nratio ours/bare ${fmt.ratio(ratio)} (target ≥ ${TARGET_RATIO}): ${verdict(ratio >= TARGET_RATIO)}` +
       `\np99 at half max (${rate} req/s, paced) ${fmt.ms(atHalf.p99)} ms (target ≤ ${TARGET_P99_MS} ms): ` +
       verdict(atHalf.p99 <= TARGET_P99_MS) +
-      `\nthe same target for the prepared bare, at half its own max (${bareOwnHalf} req/s): ` +
+      `\nthe same target for the prepared bare, at half its own max (${bareOwnHalfPaced.rate} req/s): ` +
       `${fmt.ms(bareAtOwnHalf.p99)} ms, ${verdict(bareAtOwnHalf.p99 <= TARGET_P99_MS)}` +
       `\nours/bare prepared ${fmt.ratio(of(ours).rps / of(barePrepared).rps)} (what our layers cost, ` +
       `with the same work in Postgres)` +
