@@ -88,6 +88,8 @@ interface PacedSeries {
   target: Target;
   rate: number;
   rounds: LoadResult[];
+  /** The server's CPU time per request in each round (user + system, its warm-up included). */
+  cpuRounds: number[];
 }
 
 async function main() {
@@ -213,6 +215,7 @@ async function main() {
     target,
     rate: at,
     rounds: [],
+    cpuRounds: [],
   });
   const oursPaced = pacedSeries('ours', ours, rate);
   const controlPaced = pacedSeries('bare, prepared (control)', barePrepared, rate);
@@ -247,12 +250,16 @@ async function main() {
       const startedAt = performance.now();
       const result = await pacedLoad(one, HALF_RATE_SECONDS, HALF_RATE_WARMUP_SECONDS);
       if (result.failures > 0) throw new Error(`${one.label}, paced: ${result.failures} failed requests`);
-      const busy = serverMeter() / ((performance.now() - startedAt) * 1000);
+      const cpu = serverMeter();
+      const busy = cpu / ((performance.now() - startedAt) * 1000);
+      // paced() starts exactly `rate` requests a second, its warm-up included.
+      const cpuPerRequest = cpu / (one.rate * (HALF_RATE_SECONDS + HALF_RATE_WARMUP_SECONDS));
       one.rounds.push(result);
+      one.cpuRounds.push(cpuPerRequest);
       const s = summarize([result]);
       console.log(
         `paced ${round + 1}  ${one.label.padEnd(26)} ${one.rate} req/s  p50 ${fmt.ms(s.p50)} ms  p99 ${fmt.ms(s.p99)} ms` +
-          `  server CPU ${(busy * 100).toFixed(0)} % of a core`,
+          `  server CPU ${(busy * 100).toFixed(0)} % of a core, ${fmt.rps(cpuPerRequest)} µs/req`,
       );
     }
   }
@@ -271,6 +278,16 @@ async function main() {
   ]);
   if (atHalfBursty.failures > 0) throw new Error(`half rate: ${atHalfBursty.failures} failed requests`);
 
+  // A server at half its maximum is busy (paced cost) / (2 × saturated cost) of a core: the
+  // dearer an even pace makes its requests, the less headroom it keeps for a stall to drain.
+  const paceCost = (one: PacedSeries, target: Target) => {
+    const pacedCpu = median(one.cpuRounds);
+    const saturatedCpu = of(target).cpu;
+    return (
+      `${one.label} ${fmt.rps(pacedCpu)} µs/req paced, ${fmt.rps(saturatedCpu)} saturated ` +
+      `(${fmt.ratio(pacedCpu / saturatedCpu)}×)`
+    );
+  };
   const ratio = of(ours).rps / of(bare).rps;
   const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
   const row = (
@@ -334,7 +351,8 @@ async function main() {
       `\nserver CPU per request: ours ${fmt.rps(of(ours).cpu)} µs, bare ${fmt.rps(of(bare).cpu)} µs ` +
       `(bare/ours ${fmt.ratio(of(bare).cpu / of(ours).cpu)}), bare prepared ${fmt.rps(of(barePrepared).cpu)} µs` +
       `\nPostgres CPU per request: ours ${fmt.rps(of(ours).dbCpu)} µs, bare ${fmt.rps(of(bare).dbCpu)} µs, ` +
-      `bare prepared ${fmt.rps(of(barePrepared).dbCpu)} µs`,
+      `bare prepared ${fmt.rps(of(barePrepared).dbCpu)} µs` +
+      `\nwhat an even pace costs: ${paceCost(oursPaced, ours)}; ${paceCost(bareOwnHalfPaced, barePrepared)}`,
   );
 }
 
