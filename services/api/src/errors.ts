@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import { ERROR_CODES, type ErrorCode } from '@trips/contracts';
 import type { Logger } from '@trips/runtime';
+import { sendJson } from './http/send-json.ts';
 
 /** The one error type of the API: a code from the contract's table, a message for humans. */
 export class ApiError extends Error {
@@ -20,7 +21,7 @@ export const invalidParam = (param: string, message: string) =>
 /** Writes the D1 error body; the status always comes from the contract's table. */
 export function sendError(res: Response, error: ApiError): void {
   const requestId = String(res.getHeader('Request-Id') ?? '');
-  res.status(ERROR_CODES[error.code].status).json({
+  sendJson(res.status(ERROR_CODES[error.code].status), {
     error: {
       code: error.code,
       message: error.message,

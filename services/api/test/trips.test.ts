@@ -54,6 +54,31 @@ test('a trip is returned with every field of spec 2.1', async () => {
   expect(res.headers.get('request-id')).toMatch(/^req_/);
 });
 
+test('JSON answers carry their Content-Type and their length in bytes, and HEAD the same headers', async () => {
+  // Non-ASCII text, so that a length in characters would not be the length in bytes.
+  const title = 'Año nuevo en Cádiz ⛳';
+  const trip = await insertTrip(t.db, own.agencyId, { title });
+  const url = `${api.url}/api/v1/trips/${trip.id}`;
+  const headers = { authorization: `Bearer ${own.key}` };
+
+  const res = await fetch(url, { headers });
+  const raw = Buffer.from(await res.arrayBuffer());
+  expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+  expect(res.headers.get('content-length')).toBe(String(raw.length));
+  expect(raw.length).toBeGreaterThan(raw.toString('utf8').length);
+  expect(JSON.parse(raw.toString('utf8')).title).toBe(title);
+
+  const head = await fetch(url, { method: 'HEAD', headers });
+  expect(head.status).toBe(200);
+  expect(head.headers.get('content-type')).toBe('application/json; charset=utf-8');
+  expect(head.headers.get('content-length')).toBe(String(raw.length));
+  expect((await head.arrayBuffer()).byteLength).toBe(0);
+
+  const missing = await fetch(`${api.url}/api/v1/trips/trp_doesnotexist0000`, { headers });
+  expect(missing.status).toBe(404);
+  expect(missing.headers.get('content-type')).toBe('application/json; charset=utf-8');
+});
+
 test('flexible dates: no start date means mode flexible, dates null, num_days still set', async () => {
   const trip = await insertTrip(t.db, own.agencyId, { num_days: 5 });
   const res = await get(`/api/v1/trips/${trip.id}`);

@@ -13,6 +13,7 @@ import { callerOf } from '../auth/authenticate.ts';
 import { guard } from '../auth/scopes.ts';
 import { ApiError, invalidParam } from '../errors.ts';
 import { readLimit, readQuery } from '../http/params.ts';
+import { sendJson } from '../http/send-json.ts';
 
 const PARAMS = ['after', 'limit', 'types'] as const;
 
@@ -110,7 +111,7 @@ export function addEventsRoute(router: IRouter, deps: EventsRouterDeps): void {
     const next: Position = hasMore
       ? { seq: last!.seq, at: last!.created_at.getTime() }
       : { seq: page.visibleSeq, at: page.now.getTime() };
-    res.json({
+    sendJson(res, {
       object: 'list',
       data: events.map(eventRecord),
       next_cursor: encodeEventCursor(next),

@@ -6,6 +6,7 @@ import { guard } from '../auth/scopes.ts';
 import { callerOf } from '../auth/authenticate.ts';
 import { ApiError } from '../errors.ts';
 import { encodeListCursor, readLimit, readListCursor, readQuery, readUpdatedSince } from '../http/params.ts';
+import { sendJson } from '../http/send-json.ts';
 
 /** A read-only resource: retrieve by id, and list for `updated_since` sync (D4). */
 export interface ResourceSpec<Row, ListRow> {
@@ -32,7 +33,7 @@ export function addResourceRoutes<Row, ListRow>(
     // Another agency's object and a missing one get the very same answer (D1).
     const row = await spec.find(db, callerOf(req).agencyId, id);
     if (!row) throw new ApiError('not_found', `No ${spec.noun} '${id.slice(0, 100)}' in this agency.`);
-    res.json(spec.present(row));
+    sendJson(res, spec.present(row));
   });
 
   router.get(spec.path, ...guard(spec.scope), async (req, res) => {
@@ -41,7 +42,7 @@ export function addResourceRoutes<Row, ListRow>(
     const updatedSince = readUpdatedSince(query.updated_since);
     const after = readListCursor(query.cursor);
     const page = await spec.list(db, callerOf(req).agencyId, { updatedSince, after, limit });
-    res.json({
+    sendJson(res, {
       object: 'list',
       data: page.rows.map((row) => spec.presentInList(row)),
       next_cursor: page.next ? encodeListCursor(page.next) : null,

@@ -1,6 +1,7 @@
 import type { IRouter } from 'express';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '@trips/db';
+import { sendJson } from '../http/send-json.ts';
 
 /**
  * Probes for Kubernetes: liveness checks nothing outside the process, readiness checks Postgres.
@@ -8,7 +9,7 @@ import type { Database } from '@trips/db';
  */
 export function addProbeRoutes(router: IRouter, db: Kysely<Database>): void {
   router.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+    sendJson(res, { status: 'ok' });
   });
   router.get('/readyz', async (_req, res) => {
     let timer: NodeJS.Timeout | undefined;
@@ -17,9 +18,9 @@ export function addProbeRoutes(router: IRouter, db: Kysely<Database>): void {
         sql`SELECT 1`.execute(db),
         new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), 2_000))),
       ]);
-      res.json({ status: 'ready' });
+      sendJson(res, { status: 'ready' });
     } catch {
-      res.status(503).json({ status: 'unavailable', checks: { postgres: 'unreachable' } });
+      sendJson(res.status(503), { status: 'unavailable', checks: { postgres: 'unreachable' } });
     } finally {
       clearTimeout(timer);
     }
