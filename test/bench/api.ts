@@ -280,9 +280,9 @@ async function main() {
 
   // A server at half its maximum is busy (paced cost) / (2 × saturated cost) of a core: the
   // dearer an even pace makes its requests, the less headroom it keeps for a stall to drain.
-  const paceCost = (one: PacedSeries, target: Target) => {
+  const paceCost = (one: PacedSeries) => {
     const pacedCpu = median(one.cpuRounds);
-    const saturatedCpu = of(target).cpu;
+    const saturatedCpu = of(one.target).cpu;
     return (
       `${one.label} ${fmt.rps(pacedCpu)} µs/req paced, ${fmt.rps(saturatedCpu)} saturated ` +
       `(${fmt.ratio(pacedCpu / saturatedCpu)}×)`
@@ -352,7 +352,7 @@ async function main() {
       `(bare/ours ${fmt.ratio(of(bare).cpu / of(ours).cpu)}), bare prepared ${fmt.rps(of(barePrepared).cpu)} µs` +
       `\nPostgres CPU per request: ours ${fmt.rps(of(ours).dbCpu)} µs, bare ${fmt.rps(of(bare).dbCpu)} µs, ` +
       `bare prepared ${fmt.rps(of(barePrepared).dbCpu)} µs` +
-      `\nwhat an even pace costs: ${paceCost(oursPaced, ours)}; ${paceCost(bareOwnHalfPaced, barePrepared)}`,
+      `\nwhat an even pace costs: ${paceCost(oursPaced)}; ${paceCost(bareOwnHalfPaced)}`,
   );
 }
 
