@@ -23,8 +23,12 @@ const PAYMENT = (visibility: string) =>
   `INSERT INTO payments (id, agency_id, trip_id, description, amount, currency, visibility) VALUES ('$P', 'agy_A', '$T', 'Deposit', 50000, 'EUR', '${visibility}')`;
 const LINK = `INSERT INTO trip_contacts (agency_id, trip_id, contact_id) VALUES ('agy_A', '$T', '$C')`;
 const CONTACT = `INSERT INTO contacts (id, agency_id, first_name, last_name) VALUES ('$C', 'agy_A', 'Ada', 'Lovelace')`;
+/** A second trip ($X), or a second template, for parts that move between the two. */
+const OTHER_TRIP = `INSERT INTO trips (id, agency_id, title, num_days) VALUES ('$X', 'agy_A', 'Douro', 5)`;
+const OTHER_TEMPLATE = `INSERT INTO trips (id, agency_id, title, num_days, is_template) VALUES ('$X', 'agy_A', 'Template', 5, true)`;
+const OPTION = `INSERT INTO trip_options (trip_id, name) VALUES ('$T', 'Golf')`;
 
-type Expected = [type: string, object: 'T' | 'P' | 'C', data?: Record<string, unknown>];
+type Expected = [type: string, object: 'T' | 'X' | 'P' | 'C', data?: Record<string, unknown>];
 
 // [what, setup (committed and recorded first), change under test, events it must make]
 const CASES: [string, string[], string, Expected[]][] = [
@@ -168,6 +172,23 @@ const CASES: [string, string[], string, Expected[]][] = [
       ['contact.updated', 'C'],
     ],
   ],
+  // A template's parts make no events (D5), also when they go with it: the template row is gone
+  // by the time the cascade deletes them, so the trigger can no longer read its flag there.
+  [
+    'a template with a shown payment and a contact is deleted',
+    [TEMPLATE, PAYMENT('shown'), CONTACT, LINK],
+    `DELETE FROM trips WHERE id = '$T'`,
+    [],
+  ],
+  [
+    'a template with a shown payment and a trip with a contact are deleted together',
+    [TEMPLATE, PAYMENT('shown'), OTHER_TRIP, CONTACT, LINK.replace('$T', '$X')],
+    `DELETE FROM trips WHERE id IN ('$T', '$X')`,
+    [
+      ['trip.deleted', 'X'],
+      ['contact.updated', 'C'],
+    ],
+  ],
   [
     'a template with a shown payment and a contact turned into a trip',
     [TEMPLATE, PAYMENT('shown'), CONTACT, LINK],
@@ -179,6 +200,37 @@ const CASES: [string, string[], string, Expected[]][] = [
     [TRIP(), PAYMENT('shown'), CONTACT, LINK],
     `UPDATE trips SET is_template = true WHERE id = '$T'`,
     [['trip.deleted', 'T']],
+  ],
+  // A part moving between a trip and a template: each side is judged by its own trip.
+  [
+    'an option moves from a trip to a template',
+    [TRIP(), OTHER_TEMPLATE, OPTION],
+    `UPDATE trip_options SET trip_id = '$X' WHERE trip_id = '$T'`,
+    [['trip.updated', 'T']],
+  ],
+  [
+    'an option moves from a template to a trip',
+    [TEMPLATE, OTHER_TRIP, OPTION],
+    `UPDATE trip_options SET trip_id = '$X' WHERE trip_id = '$T'`,
+    [['trip.updated', 'X']],
+  ],
+  [
+    'a shown payment moves from a template to a trip',
+    [TEMPLATE, OTHER_TRIP, PAYMENT('shown')],
+    `UPDATE payments SET trip_id = '$X' WHERE id = '$P'`,
+    [['payment.created', 'P']],
+  ],
+  [
+    'a shown payment moves from a trip to a template',
+    [TRIP(), OTHER_TEMPLATE, PAYMENT('shown')],
+    `UPDATE payments SET trip_id = '$X' WHERE id = '$P'`,
+    [['payment.deleted', 'P']],
+  ],
+  [
+    "a contact's link moves from a trip to a template",
+    [TRIP(), OTHER_TEMPLATE, CONTACT, LINK],
+    `UPDATE trip_contacts SET trip_id = '$X' WHERE contact_id = '$C'`,
+    [['contact.updated', 'C']],
   ],
   // one change, several events (D6)
   [
@@ -268,8 +320,9 @@ const CASES: [string, string[], string, Expected[]][] = [
 
 test.each(CASES)('%s', async (_what, setup, change, expected) => {
   n++;
-  const ids = { T: `trp_case${n}`, P: `pay_case${n}`, C: `con_case${n}` };
-  const fill = (s: string) => s.replaceAll('$T', ids.T).replaceAll('$P', ids.P).replaceAll('$C', ids.C);
+  const ids = { T: `trp_case${n}`, X: `trp_case${n}x`, P: `pay_case${n}`, C: `con_case${n}` };
+  const fill = (s: string) =>
+    s.replaceAll('$T', ids.T).replaceAll('$X', ids.X).replaceAll('$P', ids.P).replaceAll('$C', ids.C);
   for (const statement of setup) await hostWrite(t.db, fill(statement));
   await drain(recorder);
   const before = await maxSeq(t.db);

@@ -7,6 +7,7 @@ import * as webhooks from './0005_webhooks.ts';
 import * as ownerActions from './0006_owner_actions.ts';
 import * as ownerSessions from './0007_owner_sessions.ts';
 import * as templateFlipTouches from './0008_template_flip_touches.ts';
+import * as templatePartsSides from './0009_template_parts_sides.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -21,6 +22,7 @@ export const migrations: Record<string, Migration> = {
   '0006_owner_actions': ownerActions,
   '0007_owner_sessions': ownerSessions,
   '0008_template_flip_touches': templateFlipTouches,
+  '0009_template_parts_sides': templatePartsSides,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
