@@ -110,7 +110,8 @@ const ACCESS_ERRORS: ErrorCode[] = [
   'rate_limited',
   'internal_error',
 ];
-const RETRIEVE_ERRORS: ErrorCode[] = [...ACCESS_ERRORS, 'not_found'];
+// A retrieval takes no query parameters: any is a 400 naming it.
+const RETRIEVE_ERRORS: ErrorCode[] = [...ACCESS_ERRORS, 'invalid_request', 'not_found'];
 const LIST_ERRORS: ErrorCode[] = [...ACCESS_ERRORS, 'invalid_request'];
 const EVENTS_ERRORS: ErrorCode[] = [...LIST_ERRORS, 'cursor_expired'];
 // The document itself is public, like the page that renders it: no key, so no key-based errors.

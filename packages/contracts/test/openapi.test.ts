@@ -106,10 +106,11 @@ test('every authenticated operation documents the errors of access checks, each 
   }
 });
 
-test('retrievals answer 404, lists 400, events 400 and 410, and nothing else', () => {
+test('retrievals answer 400 (any query parameter) and 404, lists 400, events 400 and 410, and nothing else', () => {
   const statuses = (path: string) => Object.keys(operation(path).responses).sort();
   for (const path of ['/api/v1/trips/{id}', '/api/v1/payments/{id}', '/api/v1/contacts/{id}']) {
-    expect(statuses(path)).toEqual(['200', '401', '403', '404', '429', '500']);
+    expect(statuses(path)).toEqual(['200', '400', '401', '403', '404', '429', '500']);
+    expect(errorCodesOf(operation(path), '400')).toEqual(['invalid_request']);
     expect(errorCodesOf(operation(path), '404')).toEqual(['not_found']);
   }
   for (const path of ['/api/v1/trips', '/api/v1/payments', '/api/v1/contacts']) {

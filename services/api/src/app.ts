@@ -4,10 +4,11 @@ import type { Database } from '@trips/db';
 import type { Logger } from '@trips/runtime';
 import { authenticate } from './auth/authenticate.ts';
 import type { CredentialsCache } from './auth/credentials-cache.ts';
-import { ApiError, errorHandler } from './errors.ts';
+import { ApiError, errorHandler, methodNotAllowed } from './errors.ts';
 import { accessLog } from './http/access-log.ts';
 import { rememberMount, type ObserveRequest } from './http/request-metrics.ts';
 import { assignRequestId } from './http/request-id.ts';
+import { takeMalformedEscapesLiterally } from './http/malformed-escapes.ts';
 import { enforceRateLimit, takeRateLimitToken } from './rate-limit/middleware.ts';
 import type { TokenBucketStore } from './rate-limit/token-bucket.ts';
 import { KNOWN_PATHS, addReadApiRoutes } from './routes/read-api.ts';
@@ -56,14 +57,11 @@ export function createApp(deps: ApiDependencies): Express {
   if (deps.settingsPage) app.use('/settings', settingsPageRouter(deps.db, deps.logger, deps.settingsPage));
 
   const api = Router();
-  api.use(rememberMount);
+  api.use(rememberMount, takeMalformedEscapesLiterally);
   api.use(authenticate(deps.credentials, deps.onKeyUsed), takeRateLimitToken(deps.rateLimits, deps.logger));
   addReadApiRoutes(api, deps.db);
   addEventsRoute(api, deps);
-  api.all(KNOWN_PATHS, enforceRateLimit, (req, res) => {
-    res.setHeader('Allow', 'GET, HEAD');
-    throw new ApiError('method_not_allowed', `${req.method} is not allowed here; use GET.`);
-  });
+  api.all(KNOWN_PATHS, enforceRateLimit, methodNotAllowed);
   api.use(enforceRateLimit, (req) => {
     throw new ApiError('not_found', `No such path: ${req.method} /api/v1${req.path.slice(0, 200)}`);
   });

@@ -1,4 +1,4 @@
-import type { ErrorRequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { ERROR_CODES, type ErrorCode } from '@trips/contracts';
 import type { Logger } from '@trips/runtime';
 import { sendJson } from './http/send-json.ts';
@@ -17,6 +17,12 @@ export class ApiError extends Error {
 
 export const invalidParam = (param: string, message: string) =>
   new ApiError('invalid_request', message, param);
+
+/** For a known path asked with another method than GET (or HEAD, which Express answers as GET). */
+export const methodNotAllowed: RequestHandler = (req, res) => {
+  res.setHeader('Allow', 'GET, HEAD');
+  throw new ApiError('method_not_allowed', `${req.method} is not allowed here; use GET.`);
+};
 
 /** Writes the D1 error body; the status always comes from the contract's table. */
 export function sendError(res: Response, error: ApiError): void {

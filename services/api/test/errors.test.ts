@@ -60,10 +60,41 @@ test('every response carries Request-Id, equal to the body request_id on errors'
   expect(responses[2]!.body.error.request_id).toBe(ids[2]);
 });
 
-test('an undecodable path is a 400, not a 500', async () => {
-  const res = await client(api.url, own.key)('/api/v1/trips/%E0%A4%A');
+test.each(['%E0%A4%A', '%zz', 'trp_%', '%C0%AF'])(
+  'an id with a malformed escape (%s) is an id like any other: 404, never a 400 or a 500',
+  async (id) => {
+    const res = await client(api.url, own.key)(`/api/v1/trips/${id}`);
+    expect(res.status).toBe(404);
+    assertValid('Error', res.body);
+    expect(res.body.error.message).toBe(`No trip '${id}' in this agency.`);
+    // And it keeps its place in D1's order (rate-limit.test.ts has the 429).
+    const unscoped = await agencyWithKey(t.db, ['payments:read']);
+    const forbidden = await client(api.url, unscoped.key)(`/api/v1/trips/${id}`);
+    expect(forbidden.body.error.code).toBe('insufficient_scope');
+    expect((await client(api.url, own.key)(`/api/v1/trips/${id}`, { method: 'POST' })).status).toBe(405);
+  },
+);
+
+test('a query parameter without a name is 400 invalid_request, in the Error schema', async () => {
+  const res = await client(api.url, own.key)('/api/v1/trips?=x');
   expect(res.status).toBe(400);
+  assertValid('Error', res.body);
   expect(res.body.error.code).toBe('invalid_request');
+  expect(res.body.error).not.toHaveProperty('param');
+});
+
+test.each([
+  ['/api/v1/openapi.json', 'the OpenAPI document'],
+  ['/docs', 'the reference page'],
+  ['/healthz', 'liveness'],
+  ['/readyz', 'readiness'],
+])('another method on %s (%s) is 405 with Allow, key or none', async (path) => {
+  for (const key of [undefined, own.key]) {
+    const res = await client(api.url, key)(path, { method: 'POST' });
+    expect(res.status).toBe(405);
+    assertValid('Error', res.body);
+    expect(res.headers.get('allow')).toBe('GET, HEAD');
+  }
 });
 
 test('/healthz checks nothing outside the process; /readyz checks Postgres', async () => {
@@ -120,6 +151,7 @@ describe('when Postgres is unreachable', () => {
 test('the OpenAPI document is public and describes every read endpoint', async () => {
   const res = await client(api.url)('/api/v1/openapi.json');
   expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe('application/json');
   expect(res.body.openapi).toMatch(/^3\.1\./);
   for (const path of ['/api/v1/trips/{id}', '/api/v1/trips', '/api/v1/payments/{id}', '/api/v1/contacts']) {
     expect(Object.keys(res.body.paths)).toContain(path);

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import fc from 'fast-check';
-import { isValid } from '@trips/contracts';
+import { isValid, openapiDocument } from '@trips/contracts';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import { agencyWithKey, client, insertTrip, startTestApi, type Fixture } from './support.ts';
 
@@ -33,7 +33,17 @@ const segment = fc.oneof(
 
 const path = fc
   .tuple(
-    fc.constantFrom('/api/v1/', '/api/v1/trips/', '/api/v1/trips', '/api/', '/', '/docs/', '/api/v1/events'),
+    fc.constantFrom(
+      '/api/v1/',
+      '/api/v1/trips/',
+      '/api/v1/trips',
+      '/api/',
+      '/',
+      '/docs/',
+      '/api/v1/events',
+      '/api/v1/openapi.json',
+      '/healthz',
+    ),
     fc.array(segment, { maxLength: 4 }),
   )
   .map(([prefix, parts]) => encodeUnsafe(prefix + parts.join('/')));
@@ -43,6 +53,7 @@ const query = fc
     fc.tuple(
       fc.constantFrom(
         'limit',
+        '',
         'cursor',
         'updated_since',
         'after',
@@ -57,7 +68,13 @@ const query = fc
         printable,
         percentJunk,
         fc.integer().map(String),
-        fc.constantFrom('', '9'.repeat(400), '2026-13-45T99:99:99Z'),
+        fc.constantFrom(
+          '',
+          '9'.repeat(400),
+          '2026-13-45T99:99:99Z',
+          '2026-01-01T00:00:00-23:59',
+          '2026-11-21t10:15:30.1234567z',
+        ),
       ),
     ),
     { maxLength: 4 },
@@ -80,6 +97,18 @@ const method = fc.constantFrom('GET', 'GET', 'GET', 'HEAD', 'POST', 'PUT', 'DELE
 /** Node's client refuses control characters and spaces in a path; anything else goes raw. */
 function encodeUnsafe(text: string): string {
   return text.replace(/[\s"<>\\^`{|}]/g, (c) => encodeURIComponent(c));
+}
+
+/** Each documented GET operation's path as Express matches it, and the statuses it documents. */
+const documented = Object.entries(openapiDocument.paths ?? {}).map(([template, item]) => ({
+  pattern: new RegExp(`^${template.replaceAll('.', '\\.').replace(/\{[^}]+\}/g, '[^/]+')}/?$`),
+  statuses: new Set(Object.keys(item.get?.responses ?? {})),
+}));
+/** What the OpenAPI document says a GET or HEAD request can answer, if it reaches a documented path. */
+function documentedStatuses(method: string, path: string): Set<string> | undefined {
+  if (method !== 'GET' && method !== 'HEAD') return undefined;
+  const pathname = path.split(/[?#]/)[0]!;
+  return documented.find((op) => op.pattern.test(pathname))?.statuses;
 }
 
 function send(
@@ -121,6 +150,11 @@ test('10,000 generated malformed requests: no 500, every error in the D1 shape, 
       const res = await send(request, agent);
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       if (res.status >= 500) failures.push(`${res.status} ${request.method} ${request.path}`);
+      const allowed = documentedStatuses(request.method, request.path);
+      if (allowed && !allowed.has(String(res.status)))
+        failures.push(`undocumented ${res.status} for ${request.method} ${request.path}`);
+      if (res.status >= 400 && res.type !== 'application/json')
+        failures.push(`Content-Type ${res.type} for ${res.status} ${request.method} ${request.path}`);
       if (res.status >= 400 && request.method !== 'HEAD') {
         let body: unknown;
         try {

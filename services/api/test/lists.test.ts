@@ -88,6 +88,32 @@ describe('GET /trips', () => {
     expect(seen.map((trip) => trip.id).sort()).toEqual([before.id, after.id].sort());
   });
 
+  test('updated_since is any RFC 3339 date-time: the offset applied, digits past the microsecond cut', async () => {
+    const trip = await insertTrip(t.db, own.agencyId);
+    const { rows } = await sql<{ at: string }>`
+      SELECT to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS at FROM trips WHERE id = ${trip.id}
+    `.execute(t.db);
+    const [whole, micros] = rows[0]!.at.split('.') as [string, string];
+    /** The instant updated_at + `plus` µs, written at +05:30 with a seventh fractional digit. */
+    const inIndia = (plus: number) => {
+      const exact = BigInt(Date.parse(`${whole}Z`)) * 1000n + BigInt(micros) + BigInt(plus);
+      const local = new Date(Number(exact / 1000n) + 5.5 * 3_600_000).toISOString().slice(0, 19);
+      return `${local.replace('T', 't')}.${String(exact % 1_000_000n).padStart(6, '0')}9+05:30`;
+    };
+    const ids = async (since: string) => {
+      const res = await get(`/api/v1/trips?${new URLSearchParams({ updated_since: since, limit: '200' })}`);
+      expect(res.status).toBe(200);
+      return res.body.data.map((row: { id: string }) => row.id);
+    };
+    expect(await ids(inIndia(0))).toContain(trip.id);
+    expect(await ids(inIndia(1))).not.toContain(trip.id);
+    for (const since of ['2026-11-21t10:15:30z', '2026-01-01T00:00:00-23:59', '0050-03-01T00:00:00+14:00']) {
+      expect([since, (await get(`/api/v1/trips?updated_since=${encodeURIComponent(since)}`)).status]).toEqual(
+        [since, 200],
+      );
+    }
+  });
+
   test('default limit is 50 and the maximum 200', async () => {
     for (let i = 0; i < 55; i++) await insertTrip(t.db, own.agencyId);
     const res = await get('/api/v1/trips');
@@ -105,6 +131,9 @@ describe('GET /trips', () => {
     ['updated_since=yesterday', 'updated_since'],
     ['updated_since=2026-02-30T00:00:00Z', 'updated_since'],
     ['updated_since=2026-11-21T10:15:30', 'updated_since'],
+    ['updated_since=2026-11-21T10:15:30%2B24:00', 'updated_since'],
+    ['updated_since=2026-11-21T24:00:00Z', 'updated_since'],
+    ['updated_since=0000-01-01T00:00:00Z', 'updated_since'],
     ['cursor=garbage!', 'cursor'],
     [`cursor=${Buffer.from('{"u":"x","i":"y"}').toString('base64url')}`, 'cursor'],
     ['updatedSince=2026-01-01T00:00:00Z', 'updatedSince'],

@@ -61,6 +61,9 @@ describe.each(['redis', 'postgres'])('the %s token bucket', (store) => {
     const get = client(api.url, key);
     for (let i = 0; i < 3; i++) await get(`/api/v1/trips/${tripId}`);
     expect((await get('/api/v1/payments/pay_x')).body.error.code).toBe('insufficient_scope');
+    // A malformed escape in the id too: Express fails to decode it while matching the route.
+    expect((await get('/api/v1/payments/%E0%A4%A')).body.error.code).toBe('insufficient_scope');
+    expect((await get('/api/v1/trips/%E0%A4%A')).body.error.code).toBe('rate_limited');
     expect((await get('/api/v1/trips?limit=0')).body.error.code).toBe('rate_limited');
     expect((await get('/api/v1/trips/trp_missing')).body.error.code).toBe('rate_limited');
     expect((await get('/api/v1/no-such-path')).body.error.code).toBe('rate_limited');

@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import type { SyncPosition } from '@trips/db';
-import { invalidParam } from '../errors.ts';
+import { ApiError, invalidParam } from '../errors.ts';
 
 /**
  * Query parameters are checked strictly, Stripe-style: an unknown parameter (often a typo such
@@ -9,6 +9,8 @@ import { invalidParam } from '../errors.ts';
 export function readQuery(req: Request, allowed: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.query)) {
+    // `?=x` has no name to put in `param`, which the contract's Error schema requires non-empty.
+    if (name === '') throw new ApiError('invalid_request', 'A query parameter has no name: send name=value.');
     if (!allowed.includes(name)) {
       throw invalidParam(
         name,
@@ -32,12 +34,26 @@ export function readLimit(
   return limit;
 }
 
-const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(Z|[+-]\d{2}:\d{2})$/;
+/**
+ * RFC 3339's date-time (OpenAPI's `format: date-time`): `T` and `Z` in either case, any number of
+ * fractional digits, any offset up to ±23:59.
+ */
+const RFC3339 =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
+/** The range Postgres' timestamptz is given: no row was written outside it. */
+const EARLIEST_MS = new Date(0).setUTCFullYear(1, 0, 1);
+const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
-/** An ISO 8601 timestamp with a zone; a real calendar time, so Postgres never sees nonsense. */
-export function isTimestamp(value: string): boolean {
-  const m = ISO_TIMESTAMP.exec(value);
-  if (!m) return false;
+/**
+ * Reads an RFC 3339 timestamp into the one form Postgres is ever given: UTC to the microsecond,
+ * `YYYY-MM-DDTHH:MM:SS.ffffffZ`. Undefined when it is not a real calendar time. Postgres itself
+ * would refuse an offset past ±15:59 or a year 0 with an error, so the offset is applied here;
+ * digits past the microsecond are cut, which for `updated_since` errs toward returning a row again
+ * rather than skipping one, and a time before year 1 or after 9999 is clamped to the range's end.
+ */
+export function parseTimestamp(value: string): string | undefined {
+  const m = RFC3339.exec(value);
+  if (!m) return undefined;
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
     number,
     number,
@@ -46,27 +62,35 @@ export function isTimestamp(value: string): boolean {
     number,
     number,
   ];
-  const probe = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
-  return (
-    year >= 1970 &&
-    probe.getUTCFullYear() === year &&
-    probe.getUTCMonth() === month - 1 &&
-    probe.getUTCDate() === day &&
-    probe.getUTCHours() === hour &&
-    probe.getUTCMinutes() === minute &&
-    probe.getUTCSeconds() === second
-  );
+  const [offsetHours, offsetMinutes] = [Number(m[9] ?? 0), Number(m[10] ?? 0)];
+  if (year < 1 || hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) {
+    return undefined;
+  }
+  const local = new Date(0);
+  // setUTCFullYear, not Date.UTC: Date.UTC reads the years 0-99 as 1900-1999.
+  local.setUTCFullYear(year, month - 1, day);
+  if (local.getUTCFullYear() !== year || local.getUTCMonth() !== month - 1 || local.getUTCDate() !== day) {
+    return undefined;
+  }
+  const offsetMs = (m[8] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
+  const micros = Number((m[7] ?? '').slice(0, 6).padEnd(6, '0'));
+  const ms =
+    local.getTime() + ((hour * 60 + minute) * 60 + second) * 1000 - offsetMs + Math.floor(micros / 1000);
+  if (ms < EARLIEST_MS) return '0001-01-01T00:00:00.000000Z';
+  if (ms > LATEST_MS) return '9999-12-31T23:59:59.999999Z';
+  return new Date(ms).toISOString().replace('Z', `${String(micros % 1000).padStart(3, '0')}Z`);
 }
 
 export function readUpdatedSince(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
-  if (!isTimestamp(value)) {
+  const since = parseTimestamp(value);
+  if (since === undefined) {
     throw invalidParam(
       'updated_since',
-      "'updated_since' must be an ISO 8601 timestamp, e.g. 2026-11-21T10:15:30.123Z.",
+      "'updated_since' must be an RFC 3339 timestamp, e.g. 2026-11-21T10:15:30.123Z.",
     );
   }
-  return value;
+  return since;
 }
 
 /** List cursors are opaque to clients: base64url of the exact (updated_at, id) position. */
@@ -86,6 +110,7 @@ export function readListCursor(value: string | undefined): SyncPosition | undefi
     throw bad();
   }
   const { u, i } = (decoded ?? {}) as { u?: unknown; i?: unknown };
-  if (typeof u !== 'string' || typeof i !== 'string' || !isTimestamp(u) || i.length > 100) throw bad();
+  if (typeof u !== 'string' || typeof i !== 'string' || parseTimestamp(u) !== u || i.length > 100)
+    throw bad();
   return { updatedAt: u, id: i };
 }

@@ -1,5 +1,7 @@
 import type { IRouter } from 'express';
 import { openapiDocument, renderReferencePage } from '@trips/contracts';
+import { methodNotAllowed } from '../errors.ts';
+import { sendJsonBytes } from '../http/send-json.ts';
 
 /**
  * The public contract, readable without a key: the OpenAPI document and its reference page.
@@ -7,12 +9,13 @@ import { openapiDocument, renderReferencePage } from '@trips/contracts';
  */
 export function addDocsRoutes(router: IRouter): void {
   // Serialised once: the document is fixed for the life of the process.
-  const openapiJson = JSON.stringify(openapiDocument);
+  const openapiJson = Buffer.from(JSON.stringify(openapiDocument));
   const referencePage = renderReferencePage(openapiDocument);
   router.get('/api/v1/openapi.json', (_req, res) => {
-    res.type('application/json').send(openapiJson);
+    sendJsonBytes(res, openapiJson);
   });
   router.get('/docs', (_req, res) => {
     res.type('text/html').send(referencePage);
   });
+  router.all(['/api/v1/openapi.json', '/docs'], methodNotAllowed);
 }

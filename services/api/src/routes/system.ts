@@ -1,6 +1,7 @@
 import type { IRouter } from 'express';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '@trips/db';
+import { methodNotAllowed } from '../errors.ts';
 import { sendJson } from '../http/send-json.ts';
 
 /**
@@ -25,4 +26,5 @@ export function addProbeRoutes(router: IRouter, db: Kysely<Database>): void {
       clearTimeout(timer);
     }
   });
+  router.all(['/healthz', '/readyz'], methodNotAllowed);
 }
