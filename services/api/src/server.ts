@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createDb, findKeyCredentials } from '@trips/db';
+import { canSeeOtherTransactions, createDb, findKeyCredentials } from '@trips/db';
 import { createSettings } from '@trips/settings';
 import { createMetricsRegistry, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { createApp } from './app.ts';
@@ -19,9 +19,20 @@ export interface RunningApi {
   stop(): Promise<void>;
 }
 
+export const MISSING_STATS_PRIVILEGE =
+  "the database role cannot read other sessions' transaction start times, which list sync needs " +
+  'so as never to skip a change committed late: grant it pg_read_all_stats (e.g. GRANT pg_monitor TO <role>; ' +
+  'docs/operations.md)';
+
 /** Opens every dependency, then listens. Used by main.ts, the tests and the benchmark alike. */
 export async function startApi(config: ApiConfig, logger: Logger): Promise<RunningApi> {
   const db = createDb(config.databaseUrl, { max: config.dbPoolSize, applicationName: 'trips-api' });
+  // A role that cannot see other sessions' transactions would make list sync skip late commits
+  // silently; better not to start, saying why, than to serve lists that lose changes.
+  if (!(await canSeeOtherTransactions(db))) {
+    await db.destroy();
+    throw new Error(MISSING_STATS_PRIVILEGE);
+  }
   const credentials = new CredentialsCache((hash) => findKeyCredentials(db, hash), config.keyCacheTtlMs);
   const listener = new AuthChangeListener(config.databaseUrl, credentials, logger);
   await listener.start();

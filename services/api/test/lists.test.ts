@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { assertValid, validate, type SchemaName } from '@trips/contracts';
-import { listTrips } from '@trips/db';
+import { canSeeOtherTransactions, createDb, listTrips, syncHorizon } from '@trips/db';
+import { MISSING_STATS_PRIVILEGE } from '../src/server.ts';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import { agencyWithKey, client, insertContact, insertTrip, startTestApi, type Fixture } from './support.ts';
 
@@ -326,5 +327,52 @@ describe('list sync under concurrent writers', () => {
   test('the horizon makes the reader miss nothing; a naive reader misses some', async () => {
     expect(await syncRace(true)).toBe(0);
     expect(await syncRace(false)).toBeGreaterThan(0);
+  });
+});
+
+describe("the horizon needs a role that sees other sessions' transactions", () => {
+  const role = `trips_nostats_${Math.random().toString(36).slice(2, 10)}`;
+  const asRole = () => {
+    const url = new URL(t.url);
+    url.username = role;
+    url.password = '';
+    return url.toString();
+  };
+  beforeAll(() => sql`CREATE ROLE ${sql.id(role)} LOGIN`.execute(t.db));
+  afterAll(() => sql`DROP ROLE IF EXISTS ${sql.id(role)}`.execute(t.db));
+
+  /** The horizon as `role` sees it while another session's transaction, begun first, stays open. */
+  async function horizonBehindOpenTransaction() {
+    const other = new pg.Client({ connectionString: t.url });
+    await other.connect();
+    const db = createDb(asRole(), { max: 1 });
+    try {
+      await other.query('BEGIN');
+      const { rows } = await other.query(
+        `SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS started`,
+      );
+      await sql`SELECT pg_sleep(0.01)`.execute(db);
+      return {
+        started: rows[0].started as string,
+        horizon: await syncHorizon(db),
+        ok: await canSeeOtherTransactions(db),
+      };
+    } finally {
+      await other.query('ROLLBACK');
+      await other.end();
+      await db.destroy();
+    }
+  }
+
+  test('without pg_read_all_stats the horizon passes an open transaction, so the API will not start', async () => {
+    const blind = await horizonBehindOpenTransaction();
+    expect(blind.ok).toBe(false);
+    expect(blind.horizon > blind.started).toBe(true); // a late commit of that writer would be skipped
+    await expect(startTestApi(t, { DATABASE_URL: asRole() })).rejects.toThrow(MISSING_STATS_PRIVILEGE);
+
+    await sql`GRANT pg_read_all_stats TO ${sql.id(role)}`.execute(t.db);
+    const seeing = await horizonBehindOpenTransaction();
+    expect(seeing.ok).toBe(true);
+    expect(seeing.horizon <= seeing.started).toBe(true);
   });
 });

@@ -12,7 +12,9 @@ import type { Database } from '../schema.ts';
  * guaranteed to carry an updated_at at or after this horizon, and the reader will get it next time.
  *
  * The API's database role must see other sessions' xact_start (pg_read_all_stats, e.g. by
- * `GRANT pg_monitor`), see docs/operations.md.
+ * `GRANT pg_monitor`; see `canSeeOtherTransactions` and docs/operations.md). Without it the view
+ * shows others' xact_start as null, the horizon is our own statement's start, and a late commit
+ * of another role's writer is skipped without a sound.
  */
 export async function syncHorizon(db: Kysely<Database>): Promise<string> {
   const { rows } = await sql<{ horizon: string }>`
@@ -22,6 +24,15 @@ export async function syncHorizon(db: Kysely<Database>): Promise<string> {
   `.execute(db);
   // Our own statement is always in the view, so min() is never null here.
   return rows[0]!.horizon;
+}
+
+/** Whether this connection's role may read other sessions' xact_start, as `syncHorizon` needs. */
+export async function canSeeOtherTransactions(db: Kysely<Database>): Promise<boolean> {
+  // True for superusers too: they hold the privileges of every role.
+  const { rows } = await sql<{ ok: boolean }>`SELECT pg_has_role('pg_read_all_stats', 'USAGE') AS ok`.execute(
+    db,
+  );
+  return rows[0]!.ok;
 }
 
 /** A position in an (updated_at, id) ordered list, kept to the microsecond Postgres stores. */
