@@ -217,6 +217,21 @@ describe('keys', () => {
 });
 
 describe('webhooks', () => {
+  test('enabling a webhook that is already on keeps its failure streak: only switching back on resets it', async () => {
+    const a = await newAgency();
+    const { webhook } = await newWebhook(a);
+    await sql`UPDATE webhooks SET failing_since = now() - interval '1 day', warned_at = now() WHERE id = ${webhook.id}`.execute(
+      t.db,
+    );
+    const before = await webhookRow(webhook.id);
+    // Else an owner (or a script) enabling again and again would put the switch-off off for ever.
+    expect(await settings.setWebhookEnabled(a.owner, webhook.id, true)).toMatchObject({ state: 'failing' });
+    expect(await webhookRow(webhook.id)).toMatchObject({
+      failing_since: before.failing_since,
+      warned_at: before.warned_at,
+    });
+  });
+
   test('create (secret once), update, disable and enable (streak reset), list: each audited', async () => {
     const a = await newAgency();
     const { webhook, secret } = await newWebhook(a);
