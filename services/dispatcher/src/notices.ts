@@ -1,10 +1,12 @@
-import { formatDuration } from '@trips/runtime';
+import { describeDuration, formatDuration } from '@trips/runtime';
 import type { NewOwnerNotice, WebhookRow } from '@trips/db';
 
 export interface NoticeContext {
   /** Where owners manage webhooks. */
   settingsUrl: string;
   failureWindowMs: number;
+  /** EVENT_RETENTION: how long GET /events keeps what the webhook missed. */
+  eventRetentionMs: number;
 }
 
 /**
@@ -29,8 +31,8 @@ export function switchedOffNotice(
       `which is longer than ${formatDuration(ctx.failureWindowMs)}. We stopped sending it events at ${iso(webhook.disabled_at)}.`,
       `Last error: ${webhook.last_error ?? 'unknown'}.`,
       '',
-      'Nothing is lost: GET /api/v1/events keeps every event for 30 days, so your system can catch up',
-      'from its last stored cursor once the endpoint works again.',
+      `Nothing is lost: GET /api/v1/events keeps every event for ${describeDuration(ctx.eventRetentionMs)}, so your system can`,
+      'catch up from its last stored cursor once the endpoint works again.',
       '',
       'To switch it back on, fix the endpoint, then:',
       `  - in API settings (${ctx.settingsUrl}), open Webhooks and choose "Switch on", or`,

@@ -123,7 +123,11 @@ export async function startDispatcherService(
       const { switchedOff, warned } = await enforceSwitchOff(
         db,
         config.policy,
-        { settingsUrl: config.settingsUrl, failureWindowMs: config.failureWindowMs },
+        {
+          settingsUrl: config.settingsUrl,
+          failureWindowMs: config.failureWindowMs,
+          eventRetentionMs: config.retentionMs,
+        },
         logger.child({ component: 'switch-off' }),
       );
       metrics.switchedOff.inc(switchedOff.length);

@@ -36,6 +36,7 @@ beforeAll(async () => {
     WEBHOOK_FAILURE_WINDOW: '10s',
     SMTP_URL: smtp.url,
     SETTINGS_URL: 'https://trips.example/settings',
+    EVENT_RETENTION: '7d',
   };
   d = await startTestDispatcher(env);
   replica = await startTestDispatcher(env, {}, d);
@@ -167,6 +168,7 @@ test('no 2xx for the window: warned at a third, switched off once, one e-mail pe
   expect(text).toContain('http_status (HTTP 500)');
   expect(text).toContain(`tripctl webhook enable --id ${dead.id}`);
   expect(text).toContain('https://trips.example/settings');
+  expect(text).toContain('keeps every event for 7 days'); // EVENT_RETENTION, not a fixed 30
   expect(text).not.toContain(dead.secret);
 
   // The metric agrees: one switch-off between the two replicas.
