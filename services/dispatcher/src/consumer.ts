@@ -20,7 +20,7 @@ export function parseContent(message: ConsumeMessage): unknown {
   }
 }
 
-/** The longest pause before a message whose handling failed goes back to its queue. */
+/** The longest pause after a failed handling, before the message is tried again or returned. */
 const MAX_PAUSE_MS = 30_000;
 
 export type Handler = (message: ConsumeMessage, publisher: Publisher) => Promise<Disposition>;
@@ -33,6 +33,13 @@ export interface ConsumerOptions {
   /** Declares the topology; run on every (re)connect before consuming. */
   setup: (ch: ConfirmChannel) => Promise<void>;
   handle: Handler;
+  /**
+   * Whether what the handler needs is reachable (Postgres, for the dispatcher), asked after a
+   * handler threw; tells an outage from a failure of the message's own. Default: always.
+   */
+  dependenciesUp?: () => Promise<boolean>;
+  /** The longest pause after a failed handling; default 30 s. */
+  maxPauseMs?: number;
 }
 
 /**
@@ -40,8 +47,14 @@ export interface ConsumerOptions {
  * acknowledged, and anything it leads to is published, on the channel it arrived on: after a
  * reconnect that channel is gone, the ack fails harmlessly, and RabbitMQ redelivers the message,
  * which is the at-least-once we want. (Acking on the new channel would name a delivery tag it never
- * issued and make RabbitMQ close it.) A handler that throws returns the message to its queue after
- * a pause; the queue's delivery limit parks it if that keeps happening.
+ * issued and make RabbitMQ close it.)
+ *
+ * A handler that throws while a dependency is away keeps its message and tries again after a
+ * growing pause: each return to the queue counts towards the queue's delivery limit, so returning
+ * it would park every message in flight once an outage outlasted twenty pauses (about eight
+ * minutes). Held messages fill the prefetch, so an outage takes no more from the queue. When the
+ * dependencies are up, the failure is the message's own: it goes back to its queue after the pause,
+ * and the delivery limit parks it if that keeps happening.
  */
 export class Consumer {
   private readonly options: ConsumerOptions;
@@ -103,25 +116,40 @@ export class Consumer {
           );
         }),
     };
-    let disposition: Disposition | 'requeue';
-    try {
-      disposition = await this.options.handle(message, publisher);
-      this.failures = 0;
-    } catch (error) {
-      // A dependency is away (Postgres, usually). The message goes back to its queue after a
-      // growing pause, so an outage neither spins nor leaves it holding a prefetch slot for good.
-      // Each return counts towards the queue's delivery limit; past it the message is parked.
-      this.failures++;
-      const pauseMs = Math.min(MAX_PAUSE_MS, 250 * 2 ** Math.min(this.failures, 10));
-      this.logger.error(
-        { err: error, messageId: message.properties.messageId, requeueInMs: pauseMs },
-        'handling failed; message returned to its queue',
-      );
-      await this.pause(pauseMs);
-      disposition = 'requeue';
-    }
+    const disposition = await this.settle(message, publisher);
     if (disposition === 'ack') acks.ack(message);
     else acks.nack(message, disposition === 'requeue'); // 'park': dead-lettered to the parked queue
+  }
+
+  /** Handles the message until it is done with, or to be returned to its queue (see the class). */
+  private async settle(message: ConsumeMessage, publisher: Publisher): Promise<Disposition | 'requeue'> {
+    for (;;) {
+      try {
+        const disposition = await this.options.handle(message, publisher);
+        this.failures = 0;
+        return disposition;
+      } catch (error) {
+        this.failures++;
+        const pauseMs = Math.min(this.maxPauseMs, 250 * 2 ** Math.min(this.failures, 10));
+        const held = !(await this.dependenciesUp());
+        this.logger.error(
+          { err: error, messageId: message.properties.messageId, pauseMs },
+          held
+            ? 'handling failed while a dependency is away; message kept and tried again'
+            : 'handling failed; message returned to its queue',
+        );
+        await this.pause(pauseMs);
+        if (!held || this.stopping) return 'requeue';
+      }
+    }
+  }
+
+  private dependenciesUp(): Promise<boolean> {
+    return (this.options.dependenciesUp?.() ?? Promise.resolve(true)).catch(() => false);
+  }
+
+  private get maxPauseMs(): number {
+    return this.options.maxPauseMs ?? MAX_PAUSE_MS;
   }
 
   /** Waits, unless the consumer stops meanwhile. */

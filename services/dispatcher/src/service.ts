@@ -69,6 +69,8 @@ export async function startDispatcherService(
   });
   // Deliveries in flight share their database round trips (store.ts, batching.ts).
   const store = new DeliveryStore(db);
+  /** Tells a Postgres outage from a message that fails on its own (consumer.ts). */
+  const postgresUp = () => sql`SELECT 1`.execute(db).then(() => true);
   const registry = createMetricsRegistry('dispatcher');
   // A channel of its own for reading queue depths on scrape, apart from the consumers' channels.
   const inspector = connection.createChannel({ name: 'metrics', confirm: false });
@@ -101,6 +103,7 @@ export async function startDispatcherService(
       prefetch: config.prefetch,
       setup: (ch) => declareTopology(ch, names),
       handle: fanOutHandler({ store, deliverer, logger: logger.child({ component: 'fan-out' }) }),
+      dependenciesUp: postgresUp,
     },
     logger,
   );
@@ -112,6 +115,7 @@ export async function startDispatcherService(
       prefetch: config.prefetch,
       setup: (ch) => declareTopology(ch, names),
       handle: (message, publisher) => deliverer.handle(message, publisher),
+      dependenciesUp: postgresUp,
     },
     logger,
   );
@@ -148,10 +152,7 @@ export async function startDispatcherService(
   const health: Server = await startHealthServer(config.healthPort, {
     metrics: registry,
     live: () => true,
-    ready: async () => {
-      await sql`SELECT 1`.execute(db);
-      return fanOut.connected && deliveries.connected;
-    },
+    ready: async () => (await postgresUp()) && fanOut.connected && deliveries.connected,
   });
   mailLoop.start();
   switchOffLoop.start();

@@ -40,9 +40,13 @@ test('events that arrive while Postgres is unreachable are delivered once it is 
     await adminQuery(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}'`);
     const events = Array.from({ length: 5 }, () => makeEvent('trip.created'));
     for (const event of events) await d.publish(agencyId, event);
-    await waitFor(() => d.logs.text().includes('handling failed; message returned to its queue'), {
-      what: 'the dispatcher to meet the outage',
-    });
+    await waitFor(
+      () =>
+        d.logs.text().includes('handling failed while a dependency is away; message kept and tried again'),
+      {
+        what: 'the dispatcher to meet the outage',
+      },
+    );
     expect(receiver.requests).toHaveLength(0);
   } finally {
     await adminQuery(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
