@@ -8,6 +8,7 @@ import { AuthChangeListener, CredentialsCache } from './auth/credentials-cache.t
 import { KeyUsageRecorder } from './auth/key-usage.ts';
 import type { ApiConfig } from './config.ts';
 import { requestMetrics } from './http/request-metrics.ts';
+import { answerUnreadableRequests } from './http/unreadable-requests.ts';
 import { LeasedTokenBuckets } from './rate-limit/leases.ts';
 import { PostgresBuckets, RedisBuckets } from './rate-limit/token-bucket.ts';
 
@@ -66,6 +67,7 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
   });
   // Longer than a load balancer's idle timeout, so it never reuses a socket we just closed.
   server.keepAliveTimeout = 65_000;
+  answerUnreadableRequests(server, logger);
   const { port } = server.address() as AddressInfo;
   // Only /metrics there: the probes stay on the API's own port, where they test what clients use.
   const metricsServer = await startHealthServer(config.metricsPort, { metrics: registry });

@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { assertValid } from '@trips/contracts';
 import { createDb } from '@trips/db';
 import { createTestDatabase, LogCapture, type TestDatabase } from '@trips/testkit';
@@ -96,6 +96,45 @@ test.each([
     expect(res.headers.get('allow')).toBe('GET, HEAD');
   }
 });
+
+/** Sends `text` as it is and reads what comes back until the server closes the connection. */
+function sendRaw(text: string): Promise<string> {
+  const { hostname, port } = new URL(api.url);
+  return new Promise((resolve, reject) => {
+    let answer = '';
+    const socket = connect(Number(port), hostname, () => socket.write(text));
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (answer += chunk));
+    socket.on('close', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+
+test.each([
+  ['a header line without a colon', 'GET /api/v1/trips HTTP/1.1\r\nHost: x\r\nNot a header\r\n\r\n'],
+  [
+    'headers over the size limit',
+    `GET /api/v1/trips HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+  ],
+  ['not HTTP at all', 'HELLO THERE\r\n\r\n'],
+])(
+  '%s: 400 invalid_request in the D1 body with its Request-Id, not a bare answer from Node',
+  async (_what, text) => {
+    const answer = await sendRaw(text);
+    const [head, body] = answer.split('\r\n\r\n') as [string, string];
+    const [statusLine, ...lines] = head.split('\r\n');
+    const headers = Object.fromEntries(
+      lines.map((line) => line.split(/: (.*)/s).slice(0, 2) as [string, string]),
+    );
+    expect(statusLine).toBe('HTTP/1.1 400 Bad Request');
+    expect(headers['Content-Type']).toBe('application/json');
+    expect(headers['Content-Length']).toBe(String(Buffer.byteLength(body)));
+    const parsed = JSON.parse(body);
+    assertValid('Error', parsed);
+    expect(parsed.error.code).toBe('invalid_request');
+    expect(headers['Request-Id']).toBe(parsed.error.request_id);
+  },
+);
 
 test('/healthz checks nothing outside the process; /readyz checks Postgres', async () => {
   expect((await client(api.url)('/healthz')).body).toEqual({ status: 'ok' });
