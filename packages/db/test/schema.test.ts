@@ -30,6 +30,25 @@ test('ids carry their type prefix', async () => {
 });
 
 test.each([
+  ['trips', 'trp', { agency_id: 'AGENCY', title: 'T', num_days: 1 }],
+  ['payments', 'pay', { agency_id: 'AGENCY', trip_id: 'TRIP', description: 'D', amount: 1, currency: 'EUR' }],
+  ['contacts', 'con', { agency_id: 'AGENCY', first_name: 'Ada', last_name: 'Lovelace' }],
+] as const)('%s: a writer that sets its own id keeps to the %s_ prefix of D4', async (table, prefix, row) => {
+  const trip = await insertTrip({});
+  const values = (id: string) =>
+    JSON.parse(
+      JSON.stringify({ ...row, id })
+        .replace('AGENCY', agencyId)
+        .replace('TRIP', trip.id),
+    );
+  const insert = (id: string) => t.db.insertInto(table).values(values(id)).execute();
+  for (const id of ['legacy-42', `${prefix}`, `${prefix}_`, `${prefix}_a b`, `x${prefix}_abc`]) {
+    await expect(insert(id)).rejects.toThrow(new RegExp(`${table}_id_has_prefix`));
+  }
+  await insert(`${prefix}_Own-id_42`);
+});
+
+test.each([
   ['an unknown status', { status: 'archived' }, /trips_status_check/],
   ['an end date without a start date', { end_date: '2027-03-10' }, /trips_end_date_needs_start_date/],
   [

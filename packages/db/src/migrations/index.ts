@@ -8,6 +8,7 @@ import * as ownerActions from './0006_owner_actions.ts';
 import * as ownerSessions from './0007_owner_sessions.ts';
 import * as templateFlipTouches from './0008_template_flip_touches.ts';
 import * as templatePartsSides from './0009_template_parts_sides.ts';
+import * as objectIdPrefixes from './0010_object_id_prefixes.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -23,6 +24,7 @@ export const migrations: Record<string, Migration> = {
   '0007_owner_sessions': ownerSessions,
   '0008_template_flip_touches': templateFlipTouches,
   '0009_template_parts_sides': templatePartsSides,
+  '0010_object_id_prefixes': objectIdPrefixes,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
