@@ -133,7 +133,10 @@ export function createSettings(options: SettingsOptions) {
       .select(['id', 'agency_id', 'email', 'role'])
       .where('id', '=', userId)
       .executeTakeFirst();
-    if (!user || user.agency_id !== agencyId || user.role !== 'owner') {
+    // Another agency's object is indistinguishable from a missing one (D1), whatever the role: a
+    // planner told 'owners only' there would learn that the id exists.
+    if (!user || user.agency_id !== agencyId) throw notFound('no such object in your agency.');
+    if (user.role !== 'owner') {
       throw new SettingsError('forbidden', 'only an owner of the agency manages its API keys and webhooks.');
     }
     return { actorUserId: user.id, actor: user.email };

@@ -123,10 +123,13 @@ describe('a planner is refused with forbidden, nothing changes and nothing is au
       const error = await refused(action(), 'forbidden', /only an owner/);
       expect({ what, code: error.code }).toEqual({ what, code: 'forbidden' });
     }
-    // An owner of another agency is no owner here.
+    // To an owner or a planner of another agency, this agency's objects are as missing ones (D1).
     const other = await newAgency();
-    await refused(settings.setWebhookEnabled(other.owner, webhook.id, false), 'forbidden');
-    await refused(settings.listKeys(other.owner, a.id), 'forbidden');
+    for (const outsider of [other.owner, other.planner]) {
+      await refused(settings.setWebhookEnabled(outsider, webhook.id, false), 'not_found');
+      await refused(settings.revokeKey(outsider, key.id), 'not_found');
+      await refused(settings.listKeys(outsider, a.id), 'not_found');
+    }
 
     expect(await webhookRow(webhook.id)).toEqual(webhookBefore);
     expect(await keyRow(key.id)).toEqual(keyBefore);

@@ -177,29 +177,32 @@ test('a planner signs in but is refused everything with a clear 403, and nothing
   expect([await count('api_keys'), await count('webhooks')]).toEqual([keys, webhooks]);
 });
 
-test('another agency’s webhook is a 404, the same as one that does not exist, for reading and changing', async () => {
-  const owner = new FormClient(api.url);
-  await owner.signIn(a.owner.email);
-  await owner.get('/settings');
-  const theirs = await owner.get(`/settings/webhooks/${otherWebhookId}`);
-  const missing = await owner.get('/settings/webhooks/whk_doesnotexist');
-  expect([theirs.status, missing.status]).toEqual([404, 404]);
-  expect(theirs.body).toBe(missing.body);
-  for (const action of ['/disable', '/rotate-secret', '']) {
-    const res = await owner.post(`/settings/webhooks/${otherWebhookId}${action}`, {
-      url: 'https://evil.example/',
-      events: 'trip.created',
-      overlap_seconds: '0',
-    });
-    expect(res.status).toBe(404);
-  }
-  const row = await t.db
-    .selectFrom('webhooks')
-    .selectAll()
-    .where('id', '=', otherWebhookId)
-    .executeTakeFirstOrThrow();
-  expect([row.url, row.disabled_at]).toEqual(['https://b.example/hooks', null]);
-});
+test.each(['owner', 'planner'] as const)(
+  'another agency’s webhook is a 404 to an %s, the same as one that does not exist, for reading and changing',
+  async (role) => {
+    const user = new FormClient(api.url);
+    await user.signIn(a[role].email);
+    await user.get('/settings');
+    const theirs = await user.get(`/settings/webhooks/${otherWebhookId}`);
+    const missing = await user.get('/settings/webhooks/whk_doesnotexist');
+    expect([theirs.status, missing.status]).toEqual([404, 404]);
+    expect(theirs.body).toBe(missing.body);
+    for (const action of ['/disable', '/rotate-secret', '']) {
+      const res = await user.post(`/settings/webhooks/${otherWebhookId}${action}`, {
+        url: 'https://evil.example/',
+        events: 'trip.created',
+        overlap_seconds: '0',
+      });
+      expect(res.status).toBe(404);
+    }
+    const row = await t.db
+      .selectFrom('webhooks')
+      .selectAll()
+      .where('id', '=', otherWebhookId)
+      .executeTakeFirstOrThrow();
+    expect([row.url, row.disabled_at]).toEqual(['https://b.example/hooks', null]);
+  },
+);
 
 test('an owner creates a key shown once, saves its scopes and revokes it; each change is audited', async () => {
   const owner = new FormClient(api.url);

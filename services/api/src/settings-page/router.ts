@@ -403,14 +403,14 @@ export function settingsPageRouter(
   router.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
     const user = res.locals.user as SessionUser | undefined;
-    if (error instanceof SettingsError && (error.code === 'forbidden' || error.code === 'not_found')) {
-      // An owner refused is looking at another agency's object: as if it did not exist.
-      if (error.code === 'not_found' || user?.role === 'owner') {
-        return res
-          .status(404)
-          .type('html')
-          .send(messagePage('Not found', 'There is no such key or webhook in your agency.', user));
-      }
+    // Another agency's object answers as a missing one (the module says not_found for both).
+    if (error instanceof SettingsError && error.code === 'not_found') {
+      return res
+        .status(404)
+        .type('html')
+        .send(messagePage('Not found', 'There is no such key or webhook in your agency.', user));
+    }
+    if (error instanceof SettingsError && error.code === 'forbidden') {
       return res
         .status(403)
         .type('html')
