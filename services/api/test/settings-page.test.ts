@@ -177,6 +177,26 @@ test('a planner signs in but is refused everything with a clear 403, and nothing
   expect([await count('api_keys'), await count('webhooks')]).toEqual([keys, webhooks]);
 });
 
+test('a NUL character in a form or a path is a 400 bad form, not a 500; an undecodable id a 404', async () => {
+  const anonymous = new FormClient(api.url);
+  await anonymous.get('/settings/sign-in');
+  const signIn = await anonymous.post('/settings/sign-in', { email: `${a.owner.email}\0`, password: 'x' });
+  expect(signIn.status).toBe(400);
+  expect(signIn.body).toContain('No field may hold a NUL character.');
+
+  const owner = new FormClient(api.url);
+  await owner.signIn(a.owner.email);
+  await owner.get('/settings');
+  const keys = await t.db.selectFrom('api_keys').select('id').execute();
+  expect((await owner.post('/settings/keys', { name: 'a\0b', scopes: 'trips:read' })).status).toBe(400);
+  expect(await t.db.selectFrom('api_keys').select('id').execute()).toEqual(keys);
+  expect((await owner.get('/settings/webhooks/whk_%00')).status).toBe(400);
+  const undecodable = await owner.get('/settings/webhooks/%E0%A4%A');
+  expect(undecodable.status).toBe(404);
+  expect(undecodable.body).toContain('There is no such key or webhook in your agency.');
+  expect(api.logs.text()).not.toMatch(/settings page error/);
+});
+
 test.each(['owner', 'planner'] as const)(
   'another agency’s webhook is a 404 to an %s, the same as one that does not exist, for reading and changing',
   async (role) => {

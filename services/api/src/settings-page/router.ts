@@ -4,6 +4,7 @@ import { SCOPES } from '@trips/contracts';
 import { deleteExpiredSessions, type Database, type SessionUser } from '@trips/db';
 import { describeDuration, type Logger } from '@trips/runtime';
 import { SettingsError, type Settings } from '@trips/settings';
+import { takeMalformedEscapesLiterally } from '../http/malformed-escapes.ts';
 import { html } from './html.ts';
 import {
   clearCookie,
@@ -60,6 +61,8 @@ const fields = (value: unknown): string[] =>
   (Array.isArray(value) ? value : value === undefined ? [] : [value]).filter(
     (v): v is string => typeof v === 'string',
   );
+const holdsNul = (value: unknown): boolean =>
+  typeof value === 'string' ? value.includes('\0') : Array.isArray(value) && value.some(holdsNul);
 const field = (value: unknown): string => (typeof value === 'string' ? value : '');
 const optionalText = (value: unknown): string | null => (field(value).trim() === '' ? null : field(value));
 
@@ -89,6 +92,16 @@ export function settingsPageRouter(
     res.set('Cache-Control', 'public, max-age=3600').type('text/css').send(STYLES);
   });
   router.use(express.urlencoded({ extended: false, limit: '32kb', parameterLimit: 100 }));
+  // Postgres refuses a NUL in text (22021), which would surface as a 500: a form or path holding
+  // one is refused first, as the form's fault. An id whose escapes do not decode is read literally,
+  // so it is one that exists nowhere (404) rather than a form Express could not read.
+  router.use(takeMalformedEscapesLiterally, (req, res, next) => {
+    if (!/%00/i.test(req.path) && !Object.values(req.body ?? {}).some(holdsNul)) return next();
+    res
+      .status(400)
+      .type('html')
+      .send(messagePage('Bad form', 'No field may hold a NUL character.', undefined));
+  });
 
   // ---- Signing in and out ----
 
