@@ -234,7 +234,13 @@ export function settingsPageRouter(
           return next(error);
         }
         const unavailable = error.code === 'unavailable';
-        const message = unavailable ? `${error.message} Nothing was sent; try again later.` : error.message;
+        // What is missing (a broker's host name, a queue's name) is for the platform team's logs,
+        // not for an agency's owner (D1: no internal host name in an answer).
+        if (unavailable)
+          logger.warn({ err: error, path: req.baseUrl + req.path }, 'settings action unavailable');
+        const message = unavailable
+          ? 'Deliveries cannot be queued right now: our delivery service is unreachable. Nothing was sent; try again later.'
+          : error.message;
         await refuse(req, res as SignedIn, unavailable ? 503 : 400, { error: message }).catch(next);
       }
     };
