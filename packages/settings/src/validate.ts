@@ -32,7 +32,8 @@ export function checkWebhookUrl(value: string, options: { allowPrivateNetworks?:
     throw invalid(`a webhook URL has at most ${MAX_URL_LENGTH} characters; this one has ${url.href.length}.`);
   }
   if (!options.allowPrivateNetworks) {
-    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    // Without brackets, and without the root's trailing dot: `localhost.` is localhost.
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
     const isPrivateIp = isIP(host) !== 0 && !isPublicAddress(host);
     const isLocalName = host === 'localhost' || host.endsWith('.localhost');
     if (isPrivateIp || isLocalName) {

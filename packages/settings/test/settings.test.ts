@@ -284,6 +284,8 @@ describe('webhooks', () => {
     ['an IPv6 loopback', 'https://[::1]/hook', /private or local/],
     ['an IPv4-mapped private address', 'https://[::ffff:192.168.0.1]/', /private or local/],
     ['localhost', 'https://localhost:8443/', /private or local/],
+    ['localhost with the root dot', 'https://localhost./hook', /private or local/],
+    ['a name under localhost with the root dot', 'https://api.localhost./hook', /private or local/],
     ['not a URL', 'hooks.fairway.example', /not a URL/],
   ])('%s is refused as invalid on create and update; nothing changes', async (_what, url, message) => {
     const a = await newAgency();
