@@ -79,14 +79,18 @@ export async function deleteExpiredSessions(db: Kysely<Database>): Promise<numbe
  * Counts a sign-in attempt against each key before its password is checked (so attempts sent in
  * parallel are all counted) and returns each key's count in its current window; a key whose window
  * has passed starts a new one. A successful sign-in then forgives its attempt, so what stays counted
- * are the failures.
+ * are the failures. Every key whose window has passed is removed on the way: otherwise each e-mail
+ * or address ever guessed would stay for good, and the table would grow with every spray of
+ * guesses. It holds one window's worth of keys at most.
  */
 export async function countSignInAttempt(
   db: Kysely<Database>,
   keys: string[],
   windowMs: number,
 ): Promise<Map<string, { failures: number; windowStartedAt: Date }>> {
-  const expired = sql<boolean>`sign_in_failures.window_started_at <= now() - make_interval(secs => ${windowMs / 1000})`;
+  const windowStart = sql<Date>`now() - make_interval(secs => ${windowMs / 1000})`;
+  await db.deleteFrom('sign_in_failures').where('window_started_at', '<=', windowStart).execute();
+  const expired = sql<boolean>`sign_in_failures.window_started_at <= ${windowStart}`;
   const rows = await db
     .insertInto('sign_in_failures')
     .values(keys.map((key) => ({ key, failures: 1, window_started_at: sql<Date>`now()` })))
