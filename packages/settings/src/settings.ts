@@ -184,6 +184,40 @@ export function createSettings(options: SettingsOptions) {
 
   const inTransaction = <T>(work: (trx: Trx) => Promise<T>) => db.transaction().execute(work);
 
+  /**
+   * Adds and removes scopes of a key in one transaction (`remove` wins over `add`), so that no
+   * concurrent change sees half of it. Each kind of change is audited as its own entry.
+   */
+  async function changeKeyScopes(actor: Actor, keyId: string, change: { add?: string[]; remove?: string[] }) {
+    const add = change.add?.length ? checkScopes(change.add) : [];
+    const remove = change.remove?.length ? checkScopes(change.remove) : [];
+    return inTransaction(async (trx) => {
+      const { key, who } = await lockKey(trx, actor, keyId);
+      if (key.revoked_at) throw invalid(`key ${keyId} is revoked; create a new one.`);
+      const scopes = [...key.scopes, ...add.filter((s) => !key.scopes.includes(s))].filter(
+        (s) => !remove.includes(s),
+      );
+      if (scopes.length === 0) throw invalid(`a key keeps at least one scope; revoke key ${keyId} instead.`);
+      const added = scopes.filter((s) => !key.scopes.includes(s));
+      const removed = key.scopes.filter((s) => !scopes.includes(s));
+      if (added.length + removed.length === 0) return keyView(key);
+      const updated = (await setApiKeyScopes(trx, keyId, scopes))!;
+      if (added.length > 0) {
+        await audit(trx, who, key.agency_id, 'api_key.scopes_added', 'api_key', keyId, {
+          added,
+          scopes: updated.scopes,
+        });
+      }
+      if (removed.length > 0) {
+        await audit(trx, who, key.agency_id, 'api_key.scopes_removed', 'api_key', keyId, {
+          removed,
+          scopes: updated.scopes,
+        });
+      }
+      return keyView(updated);
+    });
+  }
+
   function requireBroker(): string {
     if (!options.amqpUrl) throw new SettingsError('unavailable', 'no RabbitMQ configured (AMQP_URL).');
     return options.amqpUrl;
@@ -235,40 +269,14 @@ export function createSettings(options: SettingsOptions) {
       return (await listApiKeys(db, agencyId)).map(keyView);
     },
 
+    changeKeyScopes,
+
     async addKeyScopes(actor: Actor, keyId: string, scopes: string[]) {
-      const added = checkScopes(scopes);
-      return inTransaction(async (trx) => {
-        const { key, who } = await lockKey(trx, actor, keyId);
-        if (key.revoked_at) throw invalid(`key ${keyId} is revoked; create a new one.`);
-        const newlyAdded = added.filter((s) => !key.scopes.includes(s));
-        if (newlyAdded.length === 0) return keyView(key);
-        const updated = (await setApiKeyScopes(trx, keyId, [...key.scopes, ...newlyAdded]))!;
-        await audit(trx, who, key.agency_id, 'api_key.scopes_added', 'api_key', keyId, {
-          added: newlyAdded,
-          scopes: updated.scopes,
-        });
-        return keyView(updated);
-      });
+      return changeKeyScopes(actor, keyId, { add: checkScopes(scopes) });
     },
 
     async removeKeyScopes(actor: Actor, keyId: string, scopes: string[]) {
-      const removed = checkScopes(scopes);
-      return inTransaction(async (trx) => {
-        const { key, who } = await lockKey(trx, actor, keyId);
-        if (key.revoked_at) throw invalid(`key ${keyId} is revoked; create a new one.`);
-        const remaining = key.scopes.filter((s) => !removed.includes(s));
-        if (remaining.length === 0) {
-          throw invalid(`a key keeps at least one scope; revoke key ${keyId} instead.`);
-        }
-        const actuallyRemoved = key.scopes.filter((s) => removed.includes(s));
-        if (actuallyRemoved.length === 0) return keyView(key);
-        const updated = (await setApiKeyScopes(trx, keyId, remaining))!;
-        await audit(trx, who, key.agency_id, 'api_key.scopes_removed', 'api_key', keyId, {
-          removed: actuallyRemoved,
-          scopes: updated.scopes,
-        });
-        return keyView(updated);
-      });
+      return changeKeyScopes(actor, keyId, { remove: checkScopes(scopes) });
     },
 
     /** Revokes at once; revoking a revoked key changes nothing and is not audited again. */

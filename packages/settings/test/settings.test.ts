@@ -193,6 +193,37 @@ describe('keys', () => {
     expect(JSON.stringify(audit)).not.toContain(created.key);
   });
 
+  test('scopes added and removed in one change: both or neither, each audited', async () => {
+    const a = await newAgency();
+    const key = await settings.createKey(a.owner, { agencyId: a.id, scopes: ['trips:read'] });
+    const swapped = await settings.changeKeyScopes(a.owner, key.id, {
+      add: ['events:read', 'payments:read'],
+      remove: ['trips:read'],
+    });
+    expect(swapped.scopes).toEqual(['events:read', 'payments:read']);
+    expect((await auditOf(a.id)).slice(1).map((r) => [r.action, r.details])).toEqual([
+      [
+        'api_key.scopes_added',
+        { added: ['events:read', 'payments:read'], scopes: ['events:read', 'payments:read'] },
+      ],
+      ['api_key.scopes_removed', { removed: ['trips:read'], scopes: ['events:read', 'payments:read'] }],
+    ]);
+
+    // A change that would leave no scope is refused whole: the addition in it is not kept either,
+    // as it would be if the two halves were made one after the other.
+    const before = await auditOf(a.id);
+    await refused(
+      settings.changeKeyScopes(a.owner, key.id, {
+        add: ['contacts:read'],
+        remove: ['events:read', 'payments:read', 'contacts:read'],
+      }),
+      'invalid',
+      /at least one scope/,
+    );
+    expect((await keyRow(key.id)).scopes).toEqual(['events:read', 'payments:read']);
+    expect(await auditOf(a.id)).toEqual(before);
+  });
+
   test('unknown scopes, removing the last scope, an unknown key: refused, nothing changes', async () => {
     const a = await newAgency();
     const key = await settings.createKey(a.owner, { agencyId: a.id, scopes: ['trips:read'] });

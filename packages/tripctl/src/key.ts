@@ -93,9 +93,7 @@ export function registerKey(program: Command, ctx: Context): void {
     .option(...JSON_OPTION)
     .action(async (id: string, opts: { add?: string[]; remove?: string[]; json?: boolean }) => {
       if (!opts.add && !opts.remove) throw usageError('nothing to change: give --add or --remove.');
-      const settings = ctx.settings();
-      let updated = opts.add ? await settings.addKeyScopes(PLATFORM, id, opts.add) : undefined;
-      if (opts.remove) updated = await settings.removeKeyScopes(PLATFORM, id, opts.remove);
-      printResult(ctx.io, opts.json, updated!, [`Key ${id} now has scopes ${updated!.scopes.join(', ')}.`]);
+      const updated = await ctx.settings().changeKeyScopes(PLATFORM, id, opts);
+      printResult(ctx.io, opts.json, updated, [`Key ${id} now has scopes ${updated.scopes.join(', ')}.`]);
     });
 }

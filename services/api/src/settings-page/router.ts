@@ -293,9 +293,8 @@ export function settingsPageRouter(
         throw new SettingsError('invalid', 'a key keeps at least one scope; to stop a key, revoke it.');
       }
       const id = String(req.params.id);
-      await settings.addKeyScopes(actor(res), id, wanted);
       const unwanted = SCOPES.filter((s) => !wanted.includes(s));
-      if (unwanted.length > 0) await settings.removeKeyScopes(actor(res), id, unwanted);
+      await settings.changeKeyScopes(actor(res), id, { add: wanted, remove: unwanted });
       res.redirect(303, '/settings?notice=scopes-saved');
     }, onOverview()),
   );
