@@ -99,8 +99,16 @@ export class EnvReader {
 
 /** Settings every service shares (decisions.md D9). */
 export function readCommonConfig(env: EnvReader) {
+  const logLevel = env.string('LOG_LEVEL', 'info');
+  env.check(
+    (LOG_LEVELS as readonly string[]).includes(logLevel),
+    `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got '${logLevel}')`,
+  );
   return {
     databaseUrl: env.url('DATABASE_URL', 'postgres://localhost:5432/trips', ['postgres:', 'postgresql:'])!,
-    logLevel: env.string('LOG_LEVEL', 'info'),
+    logLevel,
   };
 }
+
+/** pino's levels, and `silent`. */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -2,6 +2,7 @@ export { parseDuration, formatDuration, describeDuration } from './duration.ts';
 export { ConfigError, EnvReader, readCommonConfig } from './env.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { stopOnSignals } from './signals.ts';
+export { runService, type ServiceMain } from './service-main.ts';
 export { startHealthServer, portOf, type HealthChecks } from './health.ts';
 export { Loop } from './loop.ts';
 export { atMostEvery } from './throttle.ts';

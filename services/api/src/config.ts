@@ -1,3 +1,4 @@
+import express from 'express';
 import { EnvReader, readCommonConfig } from '@trips/runtime';
 
 /** The API's settings (decisions.md D9 names), parsed once at start and frozen. */
@@ -41,6 +42,10 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
   };
   env.check(
+    trustProxyParses(config.trustProxy),
+    `API_TRUST_PROXY must be a comma-separated list of addresses, CIDR ranges or loopback, linklocal, uniquelocal (got '${config.trustProxy}')`,
+  );
+  env.check(
     ['redis', 'postgres'].includes(config.rateLimit.store),
     `RATE_LIMIT_STORE must be redis or postgres (got '${config.rateLimit.store}')`,
   );
@@ -49,3 +54,13 @@ export function loadConfig(source: Record<string, string | undefined> = process.
 }
 
 export type ApiConfig = ReturnType<typeof loadConfig>;
+
+/** Whether Express takes `value` as its "trust proxy" setting, checked by Express' own parser. */
+function trustProxyParses(value: string): boolean {
+  try {
+    express().set('trust proxy', value);
+    return true;
+  } catch {
+    return false;
+  }
+}
