@@ -31,7 +31,7 @@ export async function cliJson<T = Record<string, unknown>>(
 }
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const mainTs = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+export const mainTs = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
 export interface ProcessResult extends CliResult {
   /** Set when the process had to be killed: it did not end by itself within the timeout. */

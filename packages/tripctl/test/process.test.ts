@@ -1,6 +1,7 @@
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
-import { spawnCli, STACK_TRACE } from './helpers.ts';
+import { mainTs, repoRoot, spawnCli, STACK_TRACE } from './helpers.ts';
 
 // The real process, as operators run it: exit codes reach the shell, and the process ends as soon
 // as the work is done. pg's pool keeps idle connections for 10 s, so a pool left open would hold
@@ -70,4 +71,20 @@ test('an unreachable database: exit 1, a message and no stack trace', async () =
   expect(result.code).toBe(1);
   expect(result.stderr).toMatch(/^error: cannot reach Postgres at 127\.0\.0\.1:1\/trips/);
   expect(result.stderr).not.toMatch(STACK_TRACE);
+});
+
+test('a reader that closes the pipe early (| true) ends tripctl quietly: no EPIPE stack trace', async () => {
+  const child = spawn(
+    process.execPath,
+    [mainTs, 'key', 'create', '--agency', agencyId, '--scopes', 'trips:read', '--json'],
+    {
+      cwd: repoRoot,
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: t.url },
+    },
+  );
+  child.stdout.destroy();
+  let stderr = '';
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const code = await new Promise((resolve) => child.on('close', resolve));
+  expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
 });
