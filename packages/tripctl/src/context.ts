@@ -14,4 +14,7 @@ export interface Context {
   settings(): Settings;
 }
 
-export const JSON_OPTION = ['--json', 'print the result as JSON on stdout'] as const;
+export const JSON_OPTION = [
+  '--json',
+  "print the result as JSON on stdout (run as `pnpm -s tripctl` to keep pnpm's banner off it)",
+] as const;
