@@ -1,4 +1,5 @@
 export { parseDuration, formatDuration, describeDuration } from './duration.ts';
+export { isCalendarTime } from './calendar.ts';
 export { ConfigError, EnvReader, readCommonConfig } from './env.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { stopOnSignals } from './signals.ts';

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { EVENT_TYPE_NAMES } from '@trips/contracts';
 import type { WebhookAttemptRow } from '@trips/db';
-import { parseDuration } from '@trips/runtime';
+import { isCalendarTime, parseDuration } from '@trips/runtime';
 import {
   checkDescription,
   checkEventTypes,
@@ -311,7 +311,7 @@ export function parseOverlap(value: string): number {
 export function parseSince(value: string): Date {
   const text = value.trim();
   if (/^\d+(ms|s|m|h|d)$/.test(text)) return new Date(Date.now() - parseOverlap(text));
-  const time = /^\d{4}-\d{2}-\d{2}/.test(text) ? new Date(text) : new Date(NaN);
+  const time = isCalendarTime(text) ? new Date(text) : new Date(NaN);
   if (Number.isNaN(time.getTime())) {
     throw new InvalidArgumentError(`'${value}' is not an ISO 8601 time or a duration such as 6h.`);
   }

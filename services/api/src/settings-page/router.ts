@@ -2,7 +2,7 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import type { Kysely } from 'kysely';
 import { SCOPES } from '@trips/contracts';
 import { deleteExpiredSessions, type Database, type SessionUser } from '@trips/db';
-import { describeDuration, type Logger } from '@trips/runtime';
+import { describeDuration, isCalendarTime, type Logger } from '@trips/runtime';
 import { SettingsError, type Settings } from '@trips/settings';
 import { takeMalformedEscapesLiterally } from '../http/malformed-escapes.ts';
 import { html } from './html.ts';
@@ -401,7 +401,7 @@ export function settingsPageRouter(
       const id = String(req.params.id);
       const since = field(req.body.since);
       // datetime-local has no zone; the form says it is UTC.
-      if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(since)) {
+      if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(since) || !isCalendarTime(since)) {
         throw new SettingsError('invalid', 'give the time to redeliver from, as a date and a time (UTC).');
       }
       await settings.redeliver(actor(res), id, { since: new Date(`${since}Z`) });
