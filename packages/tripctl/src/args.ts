@@ -53,6 +53,15 @@ export function parseEmail(value: string): string {
   return email;
 }
 
+/** A user by e-mail or id: either shape, never empty. */
+export function parseUserRef(value: string): string {
+  const ref = value.trim();
+  if (!/^usr_[0-9A-Za-z]+$/.test(ref) && !/^[^@\s]+@[^@\s]+$/.test(ref)) {
+    throw new InvalidArgumentError(`'${value}' is neither an e-mail address nor a user id (usr_…).`);
+  }
+  return ref;
+}
+
 export function parseName(value: string): string {
   const name = value.trim();
   if (name.length < 1 || name.length > 200) throw new InvalidArgumentError('a name has 1 to 200 characters.');

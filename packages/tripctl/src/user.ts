@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import { createUser, type UserRole } from '@trips/db';
 import { PLATFORM } from '@trips/settings';
 import { requireAgency } from './agency.ts';
-import { idOf, parseEmail, ROLES } from './args.ts';
+import { idOf, parseEmail, parseUserRef, ROLES } from './args.ts';
 import { JSON_OPTION, type Context } from './context.ts';
 import { failure, usageError } from './errors.ts';
 import { readPassword } from './password-input.ts';
@@ -41,11 +41,11 @@ export function registerUser(program: Command, ctx: Context): void {
     .description(
       "set a user's password for the settings page, read from stdin or a prompt (never an argument)",
     )
-    .requiredOption('--user <email or id>', 'the user, by e-mail or id (usr_…)')
+    .requiredOption('--user <email or id>', 'the user, by e-mail or id (usr_…)', parseUserRef)
     .option(...JSON_OPTION)
     .action(async (opts: { user: string; json?: boolean }) => {
       const settings = ctx.settings();
-      const found = await settings.findUser(opts.user.trim());
+      const found = await settings.findUser(opts.user);
       const password = await readPassword(ctx.io, `New password for ${found.email}: `);
       if (password === '') throw usageError('no password given on stdin.');
       const updated = await settings.setPassword(PLATFORM, found.id, password);

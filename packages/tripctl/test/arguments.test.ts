@@ -26,6 +26,11 @@ describe('a bad or missing argument exits 2 with a message naming it, before tou
     ],
     ['a missing --scopes', ['key', 'create', '--agency', agency], /required option '--scopes <list>'/],
     [
+      'an empty --user',
+      ['user', 'set-password', '--user', ' '],
+      /' ' is neither an e-mail address nor a user id/,
+    ],
+    [
       'a day that does not exist in --since',
       ['webhook', 'redeliver', '--id', 'whk_0000000000000000', '--since', '2026-02-31T10:00:00Z'],
       /'2026-02-31T10:00:00Z' is not an ISO 8601 time/,
