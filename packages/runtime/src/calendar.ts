@@ -6,14 +6,20 @@
 export function isCalendarTime(text: string): boolean {
   const m = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2}))?)?/.exec(text);
   if (!m) return false;
-  const [year, month, day, hour = 0, minute = 0, second = 0] = m
-    .slice(1)
-    .map((part) => (part === undefined ? undefined : Number(part))) as number[];
+  const [year, month, day, hour, minute, second] = m.slice(1).map((part) => Number(part ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  // setUTCFullYear, not Date.UTC: Date.UTC reads the years 0-99 as 1900-1999.
   const date = new Date(0);
-  date.setUTCFullYear(year!, month! - 1, day!);
+  date.setUTCFullYear(year, month - 1, day);
   return (
-    date.getUTCMonth() === month! - 1 &&
-    date.getUTCDate() === day! &&
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day &&
     hour <= 23 &&
     minute <= 59 &&
     second <= 59

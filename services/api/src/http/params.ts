@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import type { SyncPosition } from '@trips/db';
+import { isCalendarTime } from '@trips/runtime';
 import { ApiError, invalidParam } from '../errors.ts';
 
 /**
@@ -53,29 +54,20 @@ const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
  */
 export function parseTimestamp(value: string): string | undefined {
   const m = RFC3339.exec(value);
-  if (!m) return undefined;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const [offsetHours, offsetMinutes] = [Number(m[9] ?? 0), Number(m[10] ?? 0)];
-  if (year < 1 || hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) {
-    return undefined;
-  }
-  const local = new Date(0);
-  // setUTCFullYear, not Date.UTC: Date.UTC reads the years 0-99 as 1900-1999.
-  local.setUTCFullYear(year, month - 1, day);
-  if (local.getUTCFullYear() !== year || local.getUTCMonth() !== month - 1 || local.getUTCDate() !== day) {
-    return undefined;
-  }
+  if (!m || !isCalendarTime(value)) return undefined;
+  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = [
+    ...m.slice(1, 7),
+    m[9] ?? '0',
+    m[10] ?? '0',
+  ].map(Number) as [number, number, number, number, number, number, number, number];
+  if (year < 1 || offsetHours > 23 || offsetMinutes > 59) return undefined;
   const offsetMs = (m[8] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
   const micros = Number((m[7] ?? '').slice(0, 6).padEnd(6, '0'));
   const ms =
-    local.getTime() + ((hour * 60 + minute) * 60 + second) * 1000 - offsetMs + Math.floor(micros / 1000);
+    new Date(0).setUTCFullYear(year, month - 1, day) +
+    ((hour * 60 + minute) * 60 + second) * 1000 -
+    offsetMs +
+    Math.floor(micros / 1000);
   if (ms < EARLIEST_MS) return '0001-01-01T00:00:00.000000Z';
   if (ms > LATEST_MS) return '9999-12-31T23:59:59.999999Z';
   return new Date(ms).toISOString().replace('Z', `${String(micros % 1000).padStart(3, '0')}Z`);
