@@ -24,17 +24,22 @@ export const methodNotAllowed: RequestHandler = (req, res) => {
   throw new ApiError('method_not_allowed', `${req.method} is not allowed here; use GET.`);
 };
 
-/** Writes the D1 error body; the status always comes from the contract's table. */
-export function sendError(res: Response, error: ApiError): void {
-  const requestId = String(res.getHeader('Request-Id') ?? '');
-  sendJson(res.status(ERROR_CODES[error.code].status), {
+/** D1's error body. */
+export function errorBody(error: ApiError, requestId: string) {
+  return {
     error: {
       code: error.code,
       message: error.message,
       request_id: requestId,
       ...(error.param !== undefined && { param: error.param }),
     },
-  });
+  };
+}
+
+/** Writes the D1 error body; the status always comes from the contract's table. */
+export function sendError(res: Response, error: ApiError): void {
+  const requestId = String(res.getHeader('Request-Id') ?? '');
+  sendJson(res.status(ERROR_CODES[error.code].status), errorBody(error, requestId));
 }
 
 /**

@@ -1,7 +1,8 @@
-import type { Server } from 'node:http';
+import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { ERROR_CODES } from '@trips/contracts';
 import type { Logger } from '@trips/runtime';
+import { ApiError, errorBody } from '../errors.ts';
 import { newRequestId } from './request-id.ts';
 import { JSON_CONTENT_TYPE } from './send-json.ts';
 
@@ -19,14 +20,17 @@ export function answerUnreadableRequests(server: Server, logger: Logger): void {
       return socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
     }
     const requestId = newRequestId();
-    const message =
+    const refusal = new ApiError(
+      'invalid_request',
       error.code === 'HPE_HEADER_OVERFLOW'
         ? 'The request headers are too large.'
-        : 'The request could not be read as HTTP/1.1.';
-    const body = JSON.stringify({ error: { code: 'invalid_request', message, request_id: requestId } });
+        : 'The request could not be read as HTTP/1.1.',
+    );
+    const body = JSON.stringify(errorBody(refusal, requestId));
+    const status = ERROR_CODES[refusal.code].status;
     logger.info({ requestId, code: error.code }, 'unreadable request');
     socket.end(
-      `HTTP/1.1 ${ERROR_CODES.invalid_request.status} Bad Request\r\n` +
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
         `Content-Type: ${JSON_CONTENT_TYPE}\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
         `Request-Id: ${requestId}\r\n` +
