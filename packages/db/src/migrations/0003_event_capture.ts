@@ -7,27 +7,15 @@ import { sql, type Kysely } from 'kysely';
 // Triggers capture facts only (old and new values of the columns that matter, and whether the
 // parent trip is a template); which event a change makes is decided in one place, the recorder's
 // catalogue, so the rules of interface.md section 6 live in code that reads like that table.
-export async function up(db: Kysely<any>): Promise<void> {
-  await sql`
-    CREATE TABLE outbox (
-      -- Changes of one row are serialized by its row lock, so for each object the id order is
-      -- the commit order; the recorder relies on nothing more than that.
-      id bigserial PRIMARY KEY,
-      agency_id text NOT NULL,
-      source text NOT NULL CHECK (source IN ('trips', 'itineraries', 'trip_options', 'payments', 'contacts', 'trip_contacts')),
-      op text NOT NULL CHECK (op IN ('insert', 'update', 'delete')),
-      -- The changed row as JSON, without id-less bookkeeping (created_at, updated_at); null for
-      -- the side that does not exist (old of an insert, new of a delete).
-      old jsonb,
-      new jsonb,
-      -- When the change was made (not when its transaction started): grouping measures quiet
-      -- periods from it, so a recorder that lags behind still groups by the writers' clock.
-      created_at timestamptz NOT NULL DEFAULT clock_timestamp()
-    );
 
+/**
+ * The capture trigger's function as this migration made it; 0009 replaces it, and its `down` puts
+ * this one back. `OR REPLACE` so that it can.
+ */
+export const captureChange = sql`
     -- One function for every captured table. The parent trip's template flag is looked up at write
     -- time, because a template's parts make no events (D5) and the recorder cannot tell later.
-    CREATE FUNCTION capture_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    CREATE OR REPLACE FUNCTION capture_change() RETURNS trigger LANGUAGE plpgsql AS $$
     DECLARE
       old_row jsonb;
       new_row jsonb;
@@ -59,6 +47,27 @@ export async function up(db: Kysely<any>): Promise<void> {
         VALUES (agency, TG_TABLE_NAME, lower(TG_OP), old_row, new_row);
       RETURN NULL;
     END $$;
+`;
+
+export async function up(db: Kysely<any>): Promise<void> {
+  await sql`
+    CREATE TABLE outbox (
+      -- Changes of one row are serialized by its row lock, so for each object the id order is
+      -- the commit order; the recorder relies on nothing more than that.
+      id bigserial PRIMARY KEY,
+      agency_id text NOT NULL,
+      source text NOT NULL CHECK (source IN ('trips', 'itineraries', 'trip_options', 'payments', 'contacts', 'trip_contacts')),
+      op text NOT NULL CHECK (op IN ('insert', 'update', 'delete')),
+      -- The changed row as JSON, without id-less bookkeeping (created_at, updated_at); null for
+      -- the side that does not exist (old of an insert, new of a delete).
+      old jsonb,
+      new jsonb,
+      -- When the change was made (not when its transaction started): grouping measures quiet
+      -- periods from it, so a recorder that lags behind still groups by the writers' clock.
+      created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    );
+
+    ${captureChange}
 
     CREATE TRIGGER trips_capture AFTER INSERT OR UPDATE OR DELETE ON trips
       FOR EACH ROW EXECUTE FUNCTION capture_change();

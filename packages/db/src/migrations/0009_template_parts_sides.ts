@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { captureChange } from './0003_event_capture.ts';
 
 // A template's parts make no events (D5), and 0003's capture could not always tell that a part was
 // a template's:
@@ -75,31 +76,6 @@ export async function down(db: Kysely<any>): Promise<void> {
     DROP TRIGGER trips_remember_deleted_template ON trips;
     DROP FUNCTION remember_deleted_template();
 
-    -- 0003's capture, as it was.
-    CREATE OR REPLACE FUNCTION capture_change() RETURNS trigger LANGUAGE plpgsql AS $$
-    DECLARE
-      old_row jsonb;
-      new_row jsonb;
-      agency text;
-      parent_template boolean;
-    BEGIN
-      IF TG_OP <> 'INSERT' THEN old_row := to_jsonb(OLD) - 'created_at' - 'updated_at'; END IF;
-      IF TG_OP <> 'DELETE' THEN new_row := to_jsonb(NEW) - 'created_at' - 'updated_at'; END IF;
-      IF TG_OP = 'UPDATE' AND old_row = new_row THEN RETURN NULL; END IF;
-      IF TG_TABLE_NAME IN ('itineraries', 'trip_options', 'payments', 'trip_contacts') THEN
-        SELECT t.agency_id, t.is_template INTO agency, parent_template
-          FROM trips t WHERE t.id = coalesce(new_row ->> 'trip_id', old_row ->> 'trip_id');
-        IF NOT FOUND AND TG_TABLE_NAME IN ('itineraries', 'trip_options') THEN RETURN NULL; END IF;
-        IF TG_TABLE_NAME = 'trip_contacts' AND TG_OP = 'DELETE' THEN
-          IF NOT EXISTS (SELECT 1 FROM contacts c WHERE c.id = old_row ->> 'contact_id') THEN RETURN NULL; END IF;
-        END IF;
-        IF old_row IS NOT NULL THEN old_row := old_row || jsonb_build_object('trip_is_template', parent_template); END IF;
-        IF new_row IS NOT NULL THEN new_row := new_row || jsonb_build_object('trip_is_template', parent_template); END IF;
-      END IF;
-      agency := coalesce(new_row ->> 'agency_id', old_row ->> 'agency_id', agency);
-      INSERT INTO outbox (agency_id, source, op, old, new)
-        VALUES (agency, TG_TABLE_NAME, lower(TG_OP), old_row, new_row);
-      RETURN NULL;
-    END $$;
+    ${captureChange}
   `.execute(db);
 }
