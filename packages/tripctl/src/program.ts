@@ -36,12 +36,46 @@ function buildProgram(ctx: Context): Command {
   registerKey(program, ctx);
   registerWebhook(program, ctx);
   registerDemo(program, ctx);
+  addHelpCommands(program);
   return program;
 }
 
-/** commander has already printed its message; only --help and --version are a success. */
+/**
+ * `help [command...]` on the program and every command group (`tripctl help key create`).
+ * commander's own help command answers `help bogus` with the whole help and no word of what was
+ * wrong; this one says the command is unknown, as `tripctl bogus` does.
+ */
+function addHelpCommands(group: Command): void {
+  const commands = group.commands.slice();
+  if (commands.length === 0) return;
+  group.helpCommand(false);
+  group
+    .command('help [command...]')
+    .description('display help for command')
+    .action((names: string[]) => {
+      let command = group;
+      for (const name of names) {
+        const sub = command.commands.find((c) => c.name() === name || c.aliases().includes(name));
+        if (!sub) {
+          group.error(`error: unknown command '${name}'`, { code: 'commander.unknownCommand', exitCode: 2 });
+        }
+        command = sub;
+      }
+      command.help();
+    });
+  for (const command of commands) addHelpCommands(command);
+}
+
+/**
+ * commander has already printed its message. Help that was asked for (`--help`, `help`) and
+ * --version are a success; help shown because a command group was given no command is not.
+ */
 function commanderExitCode(error: CommanderError): number {
-  return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? 0 : 2;
+  const asked =
+    error.code === 'commander.helpDisplayed' ||
+    error.code === 'commander.version' ||
+    (error.code === 'commander.help' && error.exitCode === 0);
+  return asked ? 0 : 2;
 }
 
 /**

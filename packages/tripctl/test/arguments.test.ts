@@ -101,6 +101,13 @@ describe('a bad or missing argument exits 2 with a message naming it, before tou
     ],
     ['an unknown command', ['frobnicate'], /unknown command 'frobnicate'/],
     ['an unknown subcommand', ['key', 'rotate'], /unknown command 'rotate'/],
+    ['help for an unknown command', ['help', 'frobnicate'], /^error: unknown command 'frobnicate'/],
+    ['help for an unknown subcommand', ['help', 'key', 'rotate'], /^error: unknown command 'rotate'/],
+    [
+      "a group's help for an unknown subcommand",
+      ['key', 'help', 'rotate'],
+      /^error: unknown command 'rotate'/,
+    ],
     ['an unknown option', ['migrate', '--force'], /unknown option '--force'/],
     ['an extra argument', ['key', 'revoke', 'key_abc', 'key_def'], /too many arguments/],
   ])('%s', async (_what, argv, message) => {
@@ -122,6 +129,25 @@ test('--help succeeds and lists every command group', async () => {
   const result = await cli(['--help'], unreachable);
   expect(result.code).toBe(0);
   for (const command of ['migrate', 'agency', 'user', 'key', 'demo']) expect(result.stdout).toMatch(command);
+});
+
+test.each([
+  [['--help'], /^Usage: tripctl \[options\] \[command\]/],
+  [['help'], /^Usage: tripctl \[options\] \[command\]/],
+  [['help', 'key'], /^Usage: tripctl key \[options\] \[command\]/],
+  [['help', 'key', 'create'], /^Usage: tripctl key create \[options\]/],
+  [['key', 'help', 'create'], /^Usage: tripctl key create \[options\]/],
+  [['key', 'create', '--help'], /^Usage: tripctl key create \[options\]/],
+])('tripctl %j shows the help asked for on stdout and succeeds', async (argv, usage) => {
+  const result = await cli(argv, unreachable);
+  expect(result).toMatchObject({ code: 0, stderr: '' });
+  expect(result.stdout).toMatch(usage);
+});
+
+test('a command group without a command shows its usage on stderr as an error', async () => {
+  const result = await cli(['key'], unreachable);
+  expect(result).toMatchObject({ code: 2, stdout: '' });
+  expect(result.stderr).toMatch(/^Usage: tripctl key \[options\] \[command\]/);
 });
 
 test('--json is accepted by every command', async () => {
