@@ -14,6 +14,7 @@ import {
   onCleanup,
   saturate,
   startChild,
+  stealMeter,
   summarize,
   table,
   type ChildServer,
@@ -176,6 +177,7 @@ async function main() {
       await load(target, ROUND_WARMUP_SECONDS);
       const serverMeter = cpuMeter(target.server.pid);
       const dbMeter = commandCpuMeter('postgres');
+      const steal = stealMeter();
       const result = await load(target, ROUND_SECONDS);
       const cpu = serverMeter() / result.latencies.length;
       const dbCpu = dbMeter() / result.latencies.length;
@@ -186,7 +188,7 @@ async function main() {
       console.log(
         `round ${round + 1}  ${target.label.padEnd(22)} ${fmt.rps(s.rps).padStart(6)} req/s` +
           `  p50 ${fmt.ms(s.p50)} ms  p99 ${fmt.ms(s.p99)} ms  server CPU ${fmt.rps(cpu)} µs/req` +
-          `  Postgres ${fmt.rps(dbCpu)} µs/req`,
+          `  Postgres ${fmt.rps(dbCpu)} µs/req  steal ${steal().toFixed(0)} %`,
       );
     }
   }
@@ -247,6 +249,7 @@ async function main() {
       // How busy the server's own process is at this pace (its warm-up second included): the
       // nearer a whole core, the longer the queues a burst from elsewhere leaves behind.
       const serverMeter = cpuMeter(one.target.server.pid);
+      const steal = stealMeter();
       const startedAt = performance.now();
       const result = await pacedLoad(one, HALF_RATE_SECONDS, HALF_RATE_WARMUP_SECONDS);
       if (result.failures > 0) throw new Error(`${one.label}, paced: ${result.failures} failed requests`);
@@ -259,7 +262,8 @@ async function main() {
       const s = summarize([result]);
       console.log(
         `paced ${round + 1}  ${one.label.padEnd(26)} ${one.rate} req/s  p50 ${fmt.ms(s.p50)} ms  p99 ${fmt.ms(s.p99)} ms` +
-          `  server CPU ${(busy * 100).toFixed(0)} % of a core, ${fmt.rps(cpuPerRequest)} µs/req`,
+          `  server CPU ${(busy * 100).toFixed(0)} % of a core, ${fmt.rps(cpuPerRequest)} µs/req` +
+          `  steal ${steal().toFixed(0)} %`,
       );
     }
   }

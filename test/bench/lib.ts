@@ -164,6 +164,33 @@ export function cpuMeter(pid: number): () => number {
 }
 
 /**
+ * Starts counting the machine's CPU steal: the share of both cores' time that the hypervisor gave
+ * to other guests while this VM wanted it (`/proc/stat`, aggregate `cpu` line). The returned
+ * function tells it in percent since the start; NaN where /proc/stat is missing. Every process
+ * here stalls while it lasts, whatever its own code, so a round's tail reads against it.
+ */
+export function stealMeter(): () => number {
+  const read = () => {
+    try {
+      const fields = readFileSync('/proc/stat', 'utf8')
+        .split('\n', 1)[0]!
+        .trim()
+        .split(/\s+/)
+        .slice(1, 9)
+        .map(Number);
+      return { steal: fields[7]!, total: fields.reduce((sum, value) => sum + value, 0) };
+    } catch {
+      return { steal: NaN, total: NaN };
+    }
+  };
+  const before = read();
+  return () => {
+    const now = read();
+    return ((now.steal - before.steal) / (now.total - before.total)) * 100;
+  };
+}
+
+/**
  * Starts counting the CPU time of every process named `command` (as /proc/<pid>/comm has it):
  * `postgres` counts the server's backends, which do the database's share of each request. The
  * returned function tells the µs used since. Per process, so one that exits meanwhile (a pool
