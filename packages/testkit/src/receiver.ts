@@ -14,7 +14,8 @@ export interface ReceivedRequest {
 
 export interface Answer {
   status?: number;
-  body?: string;
+  /** Text is sent as UTF-8; a Buffer as its bytes (a page in another encoding, binary). */
+  body?: string | Buffer;
   headers?: Record<string, string>;
   /** Wait this long before answering (a slow or hanging endpoint). */
   delayMs?: number;

@@ -157,8 +157,24 @@ async function readPrefix(stream: AsyncIterable<Buffer>, limit: number): Promise
   } catch {
     // The status line came; what the body did afterwards does not change the outcome.
   }
-  // Cut on a character boundary so the stored text is valid UTF-8 within the limit.
-  return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, limit)).replace(/\uFFFD+$/, '');
+  return storableText(Buffer.concat(chunks), limit);
+}
+
+/**
+ * The answer's bytes as text the attempts log can hold: valid UTF-8 of at most `limit` bytes,
+ * without NUL. Receivers answer whatever they like (a Windows-1252 page, UTF-16, binary), and an
+ * attempt that cannot be recorded is handled again from the start, for every webhook of the event.
+ * Decoding turns each invalid byte into U+FFFD, three bytes in UTF-8, so the text is measured and
+ * cut again after decoding; Postgres' text refuses NUL outright.
+ */
+export function storableText(bytes: Uint8Array, limit: number): string {
+  // `stream`: a character the limit cut in two is left out rather than decoded to U+FFFD.
+  const text = new TextDecoder().decode(bytes.subarray(0, limit), { stream: true }).replaceAll('\0', '');
+  const encoded = Buffer.from(text, 'utf8');
+  if (encoded.length <= limit) return text;
+  let cut = limit;
+  while ((encoded[cut]! & 0xc0) === 0x80) cut--; // back to the first byte of the character cut
+  return encoded.subarray(0, cut).toString('utf8');
 }
 
 const TLS_CODES =

@@ -10,6 +10,7 @@ import {
   type TestCa,
   type TestReceiver,
 } from '@trips/testkit';
+import { storableText } from '../src/delivery.ts';
 import { topology, USER_AGENT } from '../src/index.ts';
 import {
   agencyWithOwners,
@@ -116,6 +117,43 @@ describe('a 2xx delivery', () => {
       expect(second!.response_body).toBe('é'.repeat(512));
     } finally {
       await r.close();
+    }
+  });
+
+  test('an answer in any encoding is logged as text the attempts log holds, and delivered once', async () => {
+    const { agencyId } = await agencyWithOwners(d.db);
+    const r = await startReceiver(ca);
+    const sibling = await startReceiver(ca);
+    try {
+      const odd = await webhookFor(d.db, agencyId, r.url);
+      await webhookFor(d.db, agencyId, sibling.url);
+      const answers: Buffer[] = [
+        // A Windows-1252 page over the limit: every é is one invalid byte, three once decoded.
+        Buffer.from(`${'a'.repeat(1020)}éé${'b'.repeat(100)}`, 'latin1'),
+        Buffer.from('ok', 'utf16le'), // NUL bytes, which Postgres text refuses
+        Buffer.from([0xff, 0xfe, 0x00, 0x01, 0xc3]),
+      ];
+      for (const [i, body] of answers.entries()) {
+        r.answer = () => ({ status: 200, body });
+        const event = makeEvent();
+        await d.publish(agencyId, event);
+        await waitFor(async () => (await listWebhookAttempts(d.db, odd.id)).length === i + 1);
+        await waitFor(() => deliveredTo(sibling, event.id).length === 1);
+      }
+      const logged = (await listWebhookAttempts(d.db, odd.id)).reverse();
+      expect(logged.map((a) => a.succeeded)).toEqual([true, true, true]);
+      expect(logged.map((a) => a.response_body)).toEqual([
+        `${'a'.repeat(1020)}\uFFFD`,
+        'ok',
+        '\uFFFD\uFFFD\u0001',
+      ]);
+      // Handled once: an attempt that failed to record would have sent the event out again.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(r.requests).toHaveLength(3);
+      expect(sibling.requests).toHaveLength(3);
+    } finally {
+      await r.close();
+      await sibling.close();
     }
   });
 
@@ -311,4 +349,16 @@ describe('/metrics', () => {
     expect(text).toMatch(/^trips_breakers_open\{service="dispatcher"\} \d+$/m);
     expect(text).toContain('trips_webhooks_switched_off_total{service="dispatcher"} 0');
   });
+});
+
+test.each([
+  ['UTF-8 cut mid-character', Buffer.from('é'.repeat(600)), 'é'.repeat(512)],
+  ['invalid bytes that grow when decoded', Buffer.alloc(1024, 0xe9), '\uFFFD'.repeat(341)],
+  ['invalid bytes within the limit', Buffer.from([0x61, 0xe9, 0x62]), 'a\uFFFDb'],
+  ['NUL', Buffer.from('a\0b'), 'ab'],
+  ['nothing', Buffer.alloc(0), ''],
+])('storableText: %s', (_what, bytes, text) => {
+  const stored = storableText(bytes, 1024);
+  expect(stored).toBe(text);
+  expect(Buffer.byteLength(stored)).toBeLessThanOrEqual(1024);
 });
