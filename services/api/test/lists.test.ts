@@ -280,6 +280,9 @@ describe('list sync under concurrent writers', () => {
       for (let v = 1; v <= 12; v++) {
         const id = tripIds[(n * 7 + v) % tripIds.length]!;
         await conn.query('BEGIN');
+        // Some transactions idle before they write: their rows carry the time of the write, later
+        // than the transaction's start, and the horizon must still not pass them.
+        await new Promise((resolve) => setTimeout(resolve, Math.random() < 0.5 ? Math.random() * 40 : 0));
         const { rows } = await conn.query(
           `UPDATE trips SET golfers = golfers + 1 WHERE id = $1 RETURNING golfers`,
           [id],
@@ -330,6 +333,44 @@ describe('list sync under concurrent writers', () => {
   });
 });
 
+describe('what holds list sync back', () => {
+  const ids = async (updatedSince: string) =>
+    (await listTrips(t.db, own.agencyId, { updatedSince, limit: 200 })).rows.map((row) => row.id);
+  const touch = (id: string) => sql`UPDATE trips SET golfers = golfers + 1 WHERE id = ${id}`.execute(t.db);
+
+  test("an open transaction that has written nothing, like pg_dump's, does not; a writer's does until it commits", async () => {
+    const [a, b, c] = [
+      await insertTrip(t.db, own.agencyId),
+      await insertTrip(t.db, own.agencyId),
+      await insertTrip(t.db, own.agencyId),
+    ];
+    // From the database's clock, to the microsecond: a JS Date would round into c's millisecond.
+    const { rows } = await sql<{ since: string }>`
+      SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS since
+    `.execute(t.db);
+    const since = rows[0]!.since;
+    const session = new pg.Client({ connectionString: t.url });
+    await session.connect();
+    try {
+      // What pg_dump does: one snapshot, held while it reads.
+      await session.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await session.query('SELECT count(*) FROM trips');
+      await touch(a.id);
+      expect(await ids(since)).toEqual([a.id]);
+
+      // The same transaction, idle until now, writes: its row carries the time of that write.
+      await session.query('UPDATE trips SET golfers = golfers + 1 WHERE id = $1', [b.id]);
+      await touch(c.id);
+      // Now a writer, it holds the horizon at its start, before a: the list waits for it.
+      expect(await ids(since)).toEqual([]);
+      await session.query('COMMIT');
+      expect(await ids(since)).toEqual([a.id, b.id, c.id]);
+    } finally {
+      await session.end();
+    }
+  });
+});
+
 describe("the horizon needs a role that sees other sessions' transactions", () => {
   const role = `trips_nostats_${Math.random().toString(36).slice(2, 10)}`;
   const asRole = () => {
@@ -348,8 +389,9 @@ describe("the horizon needs a role that sees other sessions' transactions", () =
     const db = createDb(asRole(), { max: 1 });
     try {
       await other.query('BEGIN');
+      // A writer: it holds a transaction id, as any transaction that has written does.
       const { rows } = await other.query(
-        `SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS started`,
+        `SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS started, pg_current_xact_id()`,
       );
       await sql`SELECT pg_sleep(0.01)`.execute(db);
       return {

@@ -9,6 +9,7 @@ import * as ownerSessions from './0007_owner_sessions.ts';
 import * as templateFlipTouches from './0008_template_flip_touches.ts';
 import * as templatePartsSides from './0009_template_parts_sides.ts';
 import * as objectIdPrefixes from './0010_object_id_prefixes.ts';
+import * as updatedAtAtWrite from './0011_updated_at_at_write.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -25,6 +26,7 @@ export const migrations: Record<string, Migration> = {
   '0008_template_flip_touches': templateFlipTouches,
   '0009_template_parts_sides': templatePartsSides,
   '0010_object_id_prefixes': objectIdPrefixes,
+  '0011_updated_at_at_write': updatedAtAtWrite,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

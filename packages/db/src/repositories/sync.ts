@@ -4,25 +4,35 @@ import type { Database } from '../schema.ts';
 /**
  * The visibility horizon of `updated_since` sync (decisions.md D4).
  *
- * updated_at is always the writing transaction's start time (a trigger sets it), but the row only
- * becomes visible when that transaction commits, possibly much later. A reader that returned rows
- * up to time T and then asked for `updated_since=T` would skip a row written by a transaction
- * that started before T and committed after the read. So lists only return rows older than the
- * start of the oldest transaction still open in this database: every row committed later is
- * guaranteed to carry an updated_at at or after this horizon, and the reader will get it next time.
+ * A row becomes visible when its writing transaction commits, possibly long after its updated_at.
+ * A reader that returned rows up to time T and then asked for `updated_since=T` would skip a row
+ * written before T by a transaction that committed after the read. So lists only return rows
+ * older than the horizon: the start of the oldest transaction still open in this database that
+ * holds a transaction id, i.e. has written something; with none, the start of this statement.
  *
- * The API's database role must see other sessions' xact_start (pg_read_all_stats, e.g. by
- * `GRANT pg_monitor`; see `canSeeOtherTransactions` and docs/operations.md). Without it the view
- * shows others' xact_start as null, the horizon is our own statement's start, and a late commit
- * of another role's writer is skipped without a sound.
+ * Why transactions that have not written do not count: updated_at is the time of the write, taken
+ * after the writer got its id (migration 0011's trigger). A transaction found here without an id
+ * can only write rows later than this statement's start; one with an id wrote none older than its
+ * own start. Either way every row committed after this read carries an updated_at at or after the
+ * horizon, and the reader gets it next time. A pg_dump, a report or a session idle in a
+ * read-only transaction holds no id, so it does not hold every agency's sync back.
+ *
+ * The API's database role must see other sessions' xact_start and backend_xid (pg_read_all_stats,
+ * e.g. by `GRANT pg_monitor`; see `canSeeOtherTransactions` and docs/operations.md). Without it
+ * the view shows them as null, the horizon is our own statement's start, and a late commit of
+ * another role's writer is skipped without a sound.
  */
 export async function syncHorizon(db: Kysely<Database>): Promise<string> {
   const { rows } = await sql<{ horizon: string }>`
-    SELECT to_char(min(xact_start) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS horizon
+    SELECT to_char(
+             least(statement_timestamp(), min(xact_start) FILTER (WHERE backend_xid IS NOT NULL))
+               AT TIME ZONE 'UTC',
+             'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'
+           ) AS horizon
       FROM pg_stat_activity
-     WHERE datname = current_database() AND xact_start IS NOT NULL
+     WHERE datname = current_database()
   `.execute(db);
-  // Our own statement is always in the view, so min() is never null here.
+  // least() skips the null of a database with no writer open.
   return rows[0]!.horizon;
 }
 
