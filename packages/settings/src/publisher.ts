@@ -2,6 +2,17 @@ import amqplib from 'amqplib';
 import type { DeliveryMessage } from '@trips/contracts';
 import { SettingsError } from './errors.ts';
 
+export interface PublishOptions {
+  /**
+   * How long the connection, and then each batch's confirms, may take. RabbitMQ under a memory or
+   * disk alarm accepts publishes and never confirms them; without a bound an owner's click waits
+   * for good.
+   */
+  timeoutMs: number;
+  /** Called after each batch is confirmed, with the number published so far. */
+  onPublished?: (count: number) => void | Promise<void>;
+}
+
 /**
  * Publishes DeliveryMessages straight to the dispatcher's deliveries queue, persistent and
  * confirmed, the way the dispatcher's fan-out does. One connection per call: owners' actions are
@@ -11,11 +22,12 @@ export async function publishDeliveries(
   amqpUrl: string,
   queue: string,
   deliveries: AsyncIterable<DeliveryMessage[]>,
-  onPublished: (count: number) => void | Promise<void> = () => {},
+  options: PublishOptions,
 ): Promise<number> {
+  const seconds = `${options.timeoutMs / 1000} s`;
   let connection: amqplib.ChannelModel;
   try {
-    connection = await amqplib.connect(amqpUrl);
+    connection = await amqplib.connect(amqpUrl, { timeout: options.timeoutMs });
   } catch (error) {
     throw new SettingsError('unavailable', `cannot reach RabbitMQ (${(error as Error).message}).`);
   }
@@ -34,6 +46,7 @@ export async function publishDeliveries(
     }
     await checker.close().catch(() => {});
     const ch = await connection.createConfirmChannel();
+    ch.on('error', () => {});
     for await (const batch of deliveries) {
       for (const delivery of batch) {
         ch.sendToQueue(queue, Buffer.from(JSON.stringify(delivery)), {
@@ -44,13 +57,32 @@ export async function publishDeliveries(
           headers: { webhook_id: delivery.webhook_id },
         });
       }
-      await ch.waitForConfirms();
+      await within(
+        ch.waitForConfirms(),
+        options.timeoutMs,
+        `RabbitMQ did not confirm the deliveries within ${seconds} (is it blocked by a resource alarm?); ` +
+          `${published} were confirmed before.`,
+      );
       published += batch.length;
-      await onPublished(published);
+      await options.onPublished?.(published);
     }
     await ch.close().catch(() => {});
     return published;
   } finally {
-    await connection.close().catch(() => {});
+    // A blocked connection is closed at once by amqplib; this never waits on the broker for long.
+    await within(connection.close(), options.timeoutMs, 'close').catch(() => {});
+  }
+}
+
+/** `promise`, or `unavailable` with `message` once `ms` have passed. */
+async function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SettingsError('unavailable', message)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -47,12 +47,19 @@ export interface SettingsOptions {
   eventRetentionMs?: number;
   /** WEBHOOK_ALLOW_PRIVATE_NETWORKS, for development and tests only (D7). */
   allowPrivateNetworks?: boolean;
+  /**
+   * How long RabbitMQ may take to accept the connection, and to confirm each batch of a test event
+   * or redelivery, before the owner gets `unavailable` (default 10 s): a broker under a resource
+   * alarm blocks publishers without a word.
+   */
+  brokerTimeoutMs?: number;
 }
 
 export const DEFAULT_OVERLAP_MS = 24 * 3600_000;
 export const MAX_OVERLAP_MS = 7 * 24 * 3600_000;
 const DEFAULT_RETENTION_MS = 30 * 24 * 3600_000;
 const REDELIVERY_PAGE = 500;
+const DEFAULT_BROKER_TIMEOUT_MS = 10_000;
 
 export interface ApiKeyView {
   id: string;
@@ -118,7 +125,11 @@ function keyView(k: ApiKeyView): ApiKeyView {
   };
 }
 
-/** The owner-only management module (issue 5): every change checked, validated and audited in one transaction. */
+/**
+ * The owner-only management module (issue 5): every change checked, validated and audited in one
+ * transaction. Test events and redelivery change nothing in the database and run in none (see
+ * sendTestEvent): they are audited once RabbitMQ has confirmed them.
+ */
 export function createSettings(options: SettingsOptions) {
   const { db } = options;
   const retentionMs = options.eventRetentionMs ?? DEFAULT_RETENTION_MS;
@@ -143,7 +154,7 @@ export function createSettings(options: SettingsOptions) {
   }
 
   async function audit(
-    trx: Trx,
+    on: Kysely<Database>,
     who: Who,
     agencyId: string,
     action: string,
@@ -151,7 +162,7 @@ export function createSettings(options: SettingsOptions) {
     objectId: string,
     details: Record<string, unknown> = {},
   ): Promise<void> {
-    await insertAuditEntry(trx, { ...who, agencyId, action, objectType, objectId, details });
+    await insertAuditEntry(on, { ...who, agencyId, action, objectType, objectId, details });
   }
 
   async function requireAgency(trx: Kysely<Database>, agencyId: string) {
@@ -161,12 +172,16 @@ export function createSettings(options: SettingsOptions) {
   }
 
   /** The webhook, locked for the transaction, after the actor is checked against its agency. */
-  async function lockWebhook(trx: Kysely<Database>, actor: Actor, id: string, lock = true) {
-    // Not locked while publishing (test, redeliver): the dispatcher records attempts on this row.
-    const query = trx.selectFrom('webhooks').selectAll().where('id', '=', id);
-    const webhook = await (lock ? query.forUpdate() : query).executeTakeFirst();
+  const lockWebhook = (trx: Trx, actor: Actor, id: string) => webhookFor(trx, actor, id, true);
+
+  /** The webhook as it is now, after the actor is checked against its agency; nothing locked. */
+  const findWebhook = (actor: Actor, id: string) => webhookFor(db, actor, id, false);
+
+  async function webhookFor(on: Kysely<Database>, actor: Actor, id: string, forUpdate: boolean) {
+    const query = on.selectFrom('webhooks').selectAll().where('id', '=', id);
+    const webhook = await (forUpdate ? query.forUpdate() : query).executeTakeFirst();
     if (!webhook) throw notFound(`no webhook ${id}.`);
-    const who = await authorize(trx, actor, webhook.agency_id);
+    const who = await authorize(on, actor, webhook.agency_id);
     return { webhook, who };
   }
 
@@ -222,6 +237,16 @@ export function createSettings(options: SettingsOptions) {
     if (!options.amqpUrl) throw new SettingsError('unavailable', 'no RabbitMQ configured (AMQP_URL).');
     return options.amqpUrl;
   }
+
+  const publish = (
+    amqpUrl: string,
+    deliveries: AsyncIterable<DeliveryMessage[]>,
+    onPublished?: (count: number) => void,
+  ) =>
+    publishDeliveries(amqpUrl, deliveriesQueue, deliveries, {
+      timeoutMs: options.brokerTimeoutMs ?? DEFAULT_BROKER_TIMEOUT_MS,
+      ...(onPublished && { onPublished }),
+    });
 
   function requireOn(webhook: WebhookRow): void {
     if (webhook.disabled_at) {
@@ -428,36 +453,34 @@ export function createSettings(options: SettingsOptions) {
      */
     async sendTestEvent(actor: Actor, id: string) {
       const amqpUrl = requireBroker();
-      return inTransaction(async (trx) => {
-        const { webhook, who } = await lockWebhook(trx, actor, id, false);
-        requireOn(webhook);
-        const type = webhook.event_types.find(isEventType) ?? 'trip.updated';
-        const objectType = EVENT_TYPES[type].object;
-        const source: EventSource = {
-          id: `${ID_PREFIXES.event}test_${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}`,
-          type,
-          object_type: objectType,
-          object_id: `${ID_PREFIXES[objectType]}test`,
-          data:
-            EVENT_TYPES[type].data === 'status_change'
-              ? { from: TRIP_STATUSES[0], to: TRIP_STATUSES[1] }
-              : {},
-          created_at: new Date(),
-        };
-        const message = delivery(webhook, source);
-        await publishDeliveries(
-          amqpUrl,
-          deliveriesQueue,
-          (async function* () {
-            yield [message];
-          })(),
-        );
-        await audit(trx, who, webhook.agency_id, 'webhook.test_sent', 'webhook', id, {
-          event_id: message.event.id,
-          event_type: type,
-        });
-        return { webhook_id: id, event: message.event };
+      // No transaction: none may stay open while RabbitMQ is asked (it holds a connection of the
+      // pool, and locks). Published first, then audited; the audit insert failing after a
+      // publish that worked is the one way a test delivery goes unaudited.
+      const { webhook, who } = await findWebhook(actor, id);
+      requireOn(webhook);
+      const type = webhook.event_types.find(isEventType) ?? 'trip.updated';
+      const objectType = EVENT_TYPES[type].object;
+      const source: EventSource = {
+        id: `${ID_PREFIXES.event}test_${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}`,
+        type,
+        object_type: objectType,
+        object_id: `${ID_PREFIXES[objectType]}test`,
+        data:
+          EVENT_TYPES[type].data === 'status_change' ? { from: TRIP_STATUSES[0], to: TRIP_STATUSES[1] } : {},
+        created_at: new Date(),
+      };
+      const message = delivery(webhook, source);
+      await publish(
+        amqpUrl,
+        (async function* () {
+          yield [message];
+        })(),
+      );
+      await audit(db, who, webhook.agency_id, 'webhook.test_sent', 'webhook', id, {
+        event_id: message.event.id,
+        event_type: type,
       });
+      return { webhook_id: id, event: message.event };
     },
 
     /**
@@ -481,31 +504,33 @@ export function createSettings(options: SettingsOptions) {
         );
       }
       const amqpUrl = requireBroker();
-      return inTransaction(async (trx) => {
-        const { webhook, who } = await lockWebhook(trx, actor, id, false);
-        requireOn(webhook);
-        const query = { agencyId: webhook.agency_id, since, types: webhook.event_types };
-        const total = await countEventsForRedelivery(trx, query);
-        input.onProgress?.({ done: 0, total });
-        async function* pages() {
-          let afterSeq = 0;
-          for (;;) {
-            const rows = await eventsForRedelivery(trx, { ...query, afterSeq, limit: REDELIVERY_PAGE });
-            if (rows.length === 0) return;
-            yield rows.map((row) => delivery(webhook, row));
-            afterSeq = rows[rows.length - 1]!.seq;
-            if (rows.length < REDELIVERY_PAGE) return;
-          }
+      // As for a test event, no transaction while publishing: a long redelivery inside one also
+      // held a lock on events that the recorder's daily partition change waits behind, and every
+      // GET /events behind that. Each page is its own query; events only ever append, so paging
+      // by seq needs no snapshot.
+      const { webhook, who } = await findWebhook(actor, id);
+      requireOn(webhook);
+      const query = { agencyId: webhook.agency_id, since, types: webhook.event_types };
+      const total = await countEventsForRedelivery(db, query);
+      input.onProgress?.({ done: 0, total });
+      async function* pages() {
+        let afterSeq = 0;
+        for (;;) {
+          const rows = await eventsForRedelivery(db, { ...query, afterSeq, limit: REDELIVERY_PAGE });
+          if (rows.length === 0) return;
+          yield rows.map((row) => delivery(webhook, row));
+          afterSeq = rows[rows.length - 1]!.seq;
+          if (rows.length < REDELIVERY_PAGE) return;
         }
-        const count = await publishDeliveries(amqpUrl, deliveriesQueue, pages(), (done) =>
-          input.onProgress?.({ done, total: Math.max(total, done) }),
-        );
-        await audit(trx, who, webhook.agency_id, 'webhook.redelivered', 'webhook', id, {
-          since: since.toISOString(),
-          events: count,
-        });
-        return { webhook_id: id, since, events: count };
+      }
+      const count = await publish(amqpUrl, pages(), (done) =>
+        input.onProgress?.({ done, total: Math.max(total, done) }),
+      );
+      await audit(db, who, webhook.agency_id, 'webhook.redelivered', 'webhook', id, {
+        since: since.toISOString(),
+        events: count,
       });
+      return { webhook_id: id, since, events: count };
     },
 
     // ---- People ----

@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import amqplib from 'amqplib';
 import { sql } from 'kysely';
 import { isValid, type DeliveryMessage } from '@trips/contracts';
@@ -470,6 +471,45 @@ describe('test events and redelivery reach the deliveries queue', () => {
     expect((await auditOf(a.id)).length).toBe(before.length + 1);
     await new Promise((r) => setTimeout(r, 200));
     expect(received.filter((m) => m.webhook_id === webhook.id)).toEqual([]);
+  });
+
+  test('a broker that never answers: unavailable within the timeout, and no transaction open meanwhile', async () => {
+    // Accepts the connection and says nothing, as RabbitMQ blocked by an alarm says nothing to a
+    // publisher; a transaction held across the wait would hold a pool connection and a lock on
+    // events (and list sync, once it writes) for as long.
+    const sockets: Socket[] = [];
+    const mute = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => mute.listen(0, '127.0.0.1', resolve));
+    const port = (mute.address() as AddressInfo).port;
+    const silent = createSettings({ db: t.db, amqpUrl: `amqp://127.0.0.1:${port}`, brokerTimeoutMs: 1_000 });
+    const openTransactions = async () => {
+      const { rows } = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
+      `.execute(t.db);
+      return rows[0]!.n;
+    };
+    try {
+      const a = await newAgency();
+      const { webhook } = await newWebhook(a);
+      const before = await auditOf(a.id);
+      for (const attempt of [
+        () => silent.sendTestEvent(a.owner, webhook.id),
+        () => silent.redeliver(a.owner, webhook.id, { since: new Date(Date.now() - 60_000) }),
+      ]) {
+        const started = Date.now();
+        const connected = sockets.length;
+        const outcome = refused(attempt(), 'unavailable', /RabbitMQ/);
+        await waitFor(() => sockets.length > connected);
+        expect(await openTransactions()).toBe(0);
+        await outcome;
+        expect(Date.now() - started).toBeLessThan(5_000);
+      }
+      expect(await auditOf(a.id)).toEqual(before);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => mute.close(resolve));
+    }
   });
 });
 
