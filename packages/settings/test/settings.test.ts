@@ -252,19 +252,24 @@ describe('keys', () => {
 });
 
 describe('webhooks', () => {
-  test('enabling a webhook that is already on keeps its failure streak: only switching back on resets it', async () => {
+  test('enabling a webhook that is on, or disabling one that is off, changes nothing and is not audited', async () => {
     const a = await newAgency();
     const { webhook } = await newWebhook(a);
     await sql`UPDATE webhooks SET failing_since = now() - interval '1 day', warned_at = now() WHERE id = ${webhook.id}`.execute(
       t.db,
     );
     const before = await webhookRow(webhook.id);
-    // Else an owner (or a script) enabling again and again would put the switch-off off for ever.
+    const audited = await auditOf(a.id);
+    // Enabling again keeps the failure streak: else an owner (or a script) enabling again and
+    // again would put the switch-off off for ever. Only switching back on resets it.
     expect(await settings.setWebhookEnabled(a.owner, webhook.id, true)).toMatchObject({ state: 'failing' });
-    expect(await webhookRow(webhook.id)).toMatchObject({
-      failing_since: before.failing_since,
-      warned_at: before.warned_at,
-    });
+    expect(await webhookRow(webhook.id)).toEqual(before);
+
+    await settings.setWebhookEnabled(a.owner, webhook.id, false);
+    const off = await webhookRow(webhook.id);
+    expect(await settings.setWebhookEnabled(a.owner, webhook.id, false)).toMatchObject({ state: 'disabled' });
+    expect(await webhookRow(webhook.id)).toEqual(off); // the same epoch: nothing dropped again
+    expect((await auditOf(a.id)).slice(audited.length).map((r) => r.action)).toEqual(['webhook.disabled']);
   });
 
   test('create (secret once), update, disable and enable (streak reset), list: each audited', async () => {
