@@ -1,0 +1,93 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import amqplib from 'amqplib';
+import {
+  amqpUrl,
+  collectMessages,
+  createTestDatabase,
+  deleteAmqpObjects,
+  randomAmqpPrefix,
+  waitFor,
+  type TestDatabase,
+  type TestQueue,
+} from '@trips/testkit';
+import { hostWrite } from './helpers.ts';
+
+// RabbitMQ refuses the recorder's declaration of its exchange (406: it exists with another type)
+// and closes the publishing channel while the connection stays up. The recorder logs it, stays
+// up, and publishes once the exchange is fixed.
+
+const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+let t: TestDatabase;
+let prefix: string;
+let queue: TestQueue | undefined;
+let child: ChildProcess | undefined;
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  prefix = randomAmqpPrefix();
+});
+afterAll(async () => {
+  child?.kill('SIGKILL');
+  await queue?.close();
+  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`] });
+  await t.drop();
+});
+
+/** One operation on a connection of its own (a long-lived one would not outlast another file's broker restart). */
+async function onChannel(operation: (ch: amqplib.Channel) => Promise<unknown>): Promise<void> {
+  const connection = await amqplib.connect(amqpUrl);
+  try {
+    await operation(await connection.createChannel());
+  } finally {
+    await connection.close().catch(() => {});
+  }
+}
+
+test('an exchange of another type: the recorder logs the refusal, stays up, and publishes once it is fixed', async () => {
+  const exchange = `${prefix}trips.events`;
+  await onChannel((ch) => ch.assertExchange(exchange, 'fanout', { durable: true }));
+
+  let output = '';
+  child = spawn(process.execPath, [main], {
+    env: {
+      ...process.env,
+      DATABASE_URL: t.url,
+      AMQP_URL: amqpUrl,
+      AMQP_PREFIX: prefix,
+      RECORDER_HEALTH_PORT: '0',
+      RECORDER_POLL_INTERVAL: '20ms',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  let exitCode: number | null | undefined;
+  child.on('exit', (code) => (exitCode = code));
+  const refusals = () => output.split('setting up the publishing channel failed').length - 1;
+
+  // Refused, and refused again on a new connection after a pause.
+  await waitFor(() => exitCode !== undefined || refusals() >= 2, {
+    timeoutMs: 20_000,
+    what: 'the declaration refused, and refused again after a pause',
+  });
+  expect({ exitCode, output }).toEqual({ exitCode: undefined, output: expect.any(String) });
+  expect(output).toContain("PRECONDITION_FAILED - inequivalent arg 'type'");
+  expect(output).toContain('RabbitMQ closed the publishing channel');
+  expect(output).not.toContain('    at '); // a log line with the message, never a stack trace
+
+  await hostWrite(t.db, `INSERT INTO agencies (id, name) VALUES ('agy_B', 'Broker errors')`);
+  await hostWrite(
+    t.db,
+    `INSERT INTO trips (id, agency_id, title, num_days) VALUES ('trp_b1', 'agy_B', 'T', 3)`,
+  );
+  await onChannel((ch) => ch.deleteExchange(exchange));
+  // Declares the topic exchange too, with a queue bound to it, so the recorder's publish is routed.
+  queue = await collectMessages(exchange);
+  await waitFor(() => exitCode !== undefined || queue!.messages.some((m) => m.type === 'trip.created'), {
+    timeoutMs: 20_000,
+    what: 'the event published once the exchange was fixed',
+  });
+  expect(exitCode).toBeUndefined();
+}, 60_000);
