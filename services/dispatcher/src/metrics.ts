@@ -1,4 +1,3 @@
-import type { ChannelWrapper } from 'amqp-connection-manager';
 import { Counter, Gauge, Histogram, type Registry } from '@trips/runtime';
 import type { Outcome } from './deliverer.ts';
 import type { Endpoints } from './endpoints.ts';
@@ -7,7 +6,12 @@ import type { Topology } from './topology.ts';
 /** The dispatcher's Prometheus metrics (docs/operations.md says what to alert on). */
 export function dispatcherMetrics(
   registry: Registry,
-  deps: { endpoints: Endpoints; channel: ChannelWrapper; topology: Topology },
+  deps: {
+    endpoints: Endpoints;
+    /** A passive declare, on a channel apart from the consumers' (RabbitMQ closes it if the queue is missing). */
+    checkQueue: (queue: string) => Promise<{ messageCount: number }>;
+    topology: Topology;
+  },
 ) {
   const registers = [registry];
   const deliveries = new Counter({
@@ -47,8 +51,14 @@ export function dispatcherMetrics(
       for (const delay of t.delaysMs) Object.assign(queues, { [`retry_${delay}ms`]: t.retryQueue(delay) });
       await Promise.all(
         Object.entries(queues).map(async ([label, name]) => {
-          const { messageCount } = await deps.channel.checkQueue(name);
-          this.set({ queue: label }, messageCount);
+          try {
+            const { messageCount } = await deps.checkQueue(name);
+            this.set({ queue: label }, messageCount);
+          } catch {
+            // A missing queue (deleted, and declared again once a consumer comes back), or its
+            // channel closed by that: this queue goes unreported instead of failing every metric.
+            this.remove({ queue: label });
+          }
         }),
       );
     },

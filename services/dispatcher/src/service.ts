@@ -5,7 +5,7 @@ import type { DeliveryMessage } from '@trips/contracts';
 import { createDb, pruneWebhookAttempts, type Database } from '@trips/db';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import type { DispatcherConfig } from './config.ts';
-import { Consumer } from './consumer.ts';
+import { Consumer, RecoveringChannel } from './consumer.ts';
 import { createDeliverer, type Outcome } from './deliverer.ts';
 import { Sender } from './delivery.ts';
 import { Endpoints, type EndpointProtection } from './endpoints.ts';
@@ -54,7 +54,10 @@ export async function startDispatcherService(
     heartbeatIntervalInSeconds: 10,
   });
   connection.on('connect', () => logger.info('connected to RabbitMQ'));
-  connection.on('disconnect', ({ err }) => logger.warn({ err }, 'disconnected from RabbitMQ; reconnecting'));
+  // The message says why (a broker shutdown, a forced reconnect); a stack trace adds nothing here.
+  connection.on('disconnect', ({ err }) =>
+    logger.warn({ err: err?.message }, 'disconnected from RabbitMQ; reconnecting'),
+  );
 
   const sender = new Sender({
     timeoutMs: config.timeoutMs,
@@ -72,9 +75,14 @@ export async function startDispatcherService(
   /** Tells a Postgres outage from a message that fails on its own (consumer.ts). */
   const postgresUp = () => sql`SELECT 1`.execute(db).then(() => true);
   const registry = createMetricsRegistry('dispatcher');
-  // A channel of its own for reading queue depths on scrape, apart from the consumers' channels.
-  const inspector = connection.createChannel({ name: 'metrics', confirm: false });
-  const metrics = dispatcherMetrics(registry, { endpoints, channel: inspector, topology: names });
+  // A channel of its own for reading queue depths on scrape, apart from the consumers' channels: a
+  // check of a missing queue makes RabbitMQ close it, and RecoveringChannel opens a new one.
+  const inspector = new RecoveringChannel(connection, { name: 'metrics', setup: async () => {} }, logger);
+  const metrics = dispatcherMetrics(registry, {
+    endpoints,
+    checkQueue: (queue) => inspector.wrapper.checkQueue(queue),
+    topology: names,
+  });
   const mailer = new Mailer(
     db,
     { smtpUrl: config.smtpUrl, from: config.mailFrom },
