@@ -255,6 +255,8 @@ export interface OwnerNoticesTable {
   sent_at: Timestamp | null;
   send_attempts: Generated<number>;
   last_error: string | null;
+  /** While in the future, one mailer is sending this notice (migration 0012). */
+  claimed_until: Timestamp | null;
 }
 
 export type WebhookRow = Selectable<WebhooksTable>;
