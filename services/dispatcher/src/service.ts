@@ -156,12 +156,15 @@ export async function startDispatcherService(
     logger,
   );
 
-  await Promise.all([fanOut.ready(), deliveries.ready()]);
+  // Health first: while RabbitMQ refuses our queues (say, declared elsewhere with other
+  // arguments), the process stays up, alive but not ready, and logs why, instead of failing its
+  // startup probe and restarting into the same refusal.
   const health: Server = await startHealthServer(config.healthPort, {
     metrics: registry,
     live: () => true,
     ready: async () => (await postgresUp()) && fanOut.connected && deliveries.connected,
   });
+  await Promise.all([fanOut.ready(), deliveries.ready()]);
   mailLoop.start();
   switchOffLoop.start();
   pruneLoop.start();
@@ -174,12 +177,14 @@ export async function startDispatcherService(
       // need the channel (to ack, to queue retries) and the pool (to record attempts). The loops
       // next, each finishing its round; then the connections they all used.
       await Promise.all([fanOut.stop(), deliveries.stop()]);
+      // The mailer before its loop: a send hanging on a silent mail server would hold the loop's
+      // round past the stop deadline; closed, it ends now and gives its notice back at once.
+      mailer.close();
       await Promise.all([switchOffLoop.stop(), mailLoop.stop(), pruneLoop.stop()]);
       await inspector.close();
       await connection.close();
       endpoints.close();
       sender.close();
-      mailer.close();
       await new Promise((resolve) => health.close(resolve));
       await db.destroy();
       logger.info('dispatcher stopped');

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import amqplib, { type ConfirmChannel } from 'amqplib';
 import {
@@ -48,6 +49,15 @@ async function onChannel(operation: (ch: ConfirmChannel) => Promise<unknown>): P
   }
 }
 
+/** A port free now, for a child process that must be reachable before it logs its own. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 const delivered = (eventId: string) =>
   receiver.requests.some((r) => r.headers['service-event-id'] === eventId);
 
@@ -69,20 +79,22 @@ describe('a queue that exists with other arguments', () => {
     await t.drop();
   });
 
-  test('the dispatcher process logs the refused declaration, stays up, and consumes once the queue is fixed', async () => {
+  test('the dispatcher process logs the refused declaration, stays up (alive, not ready), and consumes once the queue is fixed', async () => {
     const names = topology(prefix, readConfig({}).policy.queueDelaysMs);
     // A plain classic queue where the dispatcher declares a quorum one that dead-letters: RabbitMQ
     // answers 406 PRECONDITION_FAILED "inequivalent arg" and closes the declaring channel.
     await onChannel((ch) => ch.assertQueue(names.eventsQueue, { durable: true }));
 
     let output = '';
+    const healthPort = await freePort();
+    const probe = async (path: string) => (await fetch(`http://127.0.0.1:${healthPort}${path}`)).status;
     child = spawn(process.execPath, [main], {
       env: {
         ...process.env,
         DATABASE_URL: t.url,
         AMQP_URL: amqpUrl,
         AMQP_PREFIX: prefix,
-        DISPATCHER_HEALTH_PORT: '0',
+        DISPATCHER_HEALTH_PORT: String(healthPort),
         WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
         WEBHOOK_CA_FILE: ca.caFile,
         LOG_LEVEL: 'info',
@@ -105,6 +117,12 @@ describe('a queue that exists with other arguments', () => {
     expect(output).toContain('RabbitMQ closed the channel');
     expect(output).not.toContain('    at '); // a log line with the message, never a stack trace
     expect(output).not.toContain('dispatcher started');
+    // Alive, so Kubernetes does not restart it into the same refusal; not ready, so it gets no
+    // traffic and the refusal shows.
+    expect({ live: await probe('/healthz'), ready: await probe('/readyz') }).toEqual({
+      live: 200,
+      ready: 503,
+    });
 
     await onChannel((ch) => ch.deleteQueue(names.eventsQueue));
     await waitFor(() => exitCode !== undefined || output.includes('dispatcher started'), {
@@ -112,6 +130,7 @@ describe('a queue that exists with other arguments', () => {
       what: 'the dispatcher started once the queue was deleted',
     });
     expect(exitCode).toBeUndefined();
+    expect(await probe('/readyz')).toBe(200);
 
     const { agencyId } = await agencyWithOwners(t.db);
     await webhookFor(t.db, agencyId, receiver.url);
