@@ -15,3 +15,4 @@ export * from './repositories/webhooks.ts';
 export * from './repositories/read-queries.ts';
 export * from './repositories/audit.ts';
 export * from './repositories/sessions.ts';
+export * from './repositories/platform-secrets.ts';

@@ -136,6 +136,7 @@ export interface Database {
   audit_log: AuditLogTable;
   owner_sessions: OwnerSessionsTable;
   sign_in_failures: SignInFailuresTable;
+  platform_secrets: PlatformSecretsTable;
 }
 
 export type Agency = Selectable<AgenciesTable>;
@@ -292,4 +293,11 @@ export interface SignInFailuresTable {
   key: string;
   failures: number;
   window_started_at: Date;
+}
+
+/** The platform's own secrets (migration 0013), e.g. the key that seals GET /events cursors. */
+export interface PlatformSecretsTable {
+  name: string;
+  secret: Buffer;
+  created_at: Generated<Timestamp>;
 }

@@ -13,6 +13,7 @@ import { enforceRateLimit, takeRateLimitToken } from './rate-limit/middleware.ts
 import type { TokenBucketStore } from './rate-limit/token-bucket.ts';
 import { KNOWN_PATHS, addReadApiRoutes } from './routes/read-api.ts';
 import { addDocsRoutes } from './routes/docs.ts';
+import type { EventCursors } from './routes/event-cursors.ts';
 import { addEventsRoute } from './routes/events.ts';
 import { addProbeRoutes } from './routes/system.ts';
 import { settingsPageRouter, type SettingsPageOptions } from './settings-page/router.ts';
@@ -25,6 +26,8 @@ export interface ApiDependencies {
   rateLimits: TokenBucketStore;
   /** EVENT_RETENTION in milliseconds, for GET /events' cursor expiry. */
   eventRetentionMs: number;
+  /** Seals GET /events cursors with the platform's key (migration 0013). */
+  eventCursors: EventCursors;
   /** Records each request's latency (GET /metrics on the metrics port). */
   observeRequest?: ObserveRequest;
   /** Express' "trust proxy": whose X-Forwarded-For/-Proto to believe (API_TRUST_PROXY). */

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { canSeeOtherTransactions, createDb, findKeyCredentials } from '@trips/db';
+import { canSeeOtherTransactions, createDb, findKeyCredentials, platformSecret } from '@trips/db';
 import { createSettings } from '@trips/settings';
 import { createMetricsRegistry, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { createApp } from './app.ts';
@@ -9,6 +9,7 @@ import { KeyUsageRecorder } from './auth/key-usage.ts';
 import type { ApiConfig } from './config.ts';
 import { requestMetrics } from './http/request-metrics.ts';
 import { answerUnreadableRequests } from './http/unreadable-requests.ts';
+import { EventCursors } from './routes/event-cursors.ts';
 import { LeasedTokenBuckets } from './rate-limit/leases.ts';
 import { PostgresBuckets, RedisBuckets } from './rate-limit/token-bucket.ts';
 
@@ -34,6 +35,13 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
     await db.destroy();
     throw new Error(MISSING_STATS_PRIVILEGE);
   }
+  let eventCursors: EventCursors;
+  try {
+    eventCursors = new EventCursors(await platformSecret(db, 'event_cursor_key'));
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
   const credentials = new CredentialsCache((hash) => findKeyCredentials(db, hash), config.keyCacheTtlMs);
   const listener = new AuthChangeListener(config.databaseUrl, credentials, logger);
   await listener.start();
@@ -54,6 +62,7 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
     onKeyUsed: keyUsage.used,
     rateLimits,
     eventRetentionMs: config.eventRetentionMs,
+    eventCursors,
     observeRequest: requestMetrics(registry),
     trustProxy: config.trustProxy,
     settingsPage: {

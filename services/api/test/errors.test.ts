@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { assertValid } from '@trips/contracts';
@@ -7,6 +8,7 @@ import { createApp } from '../src/app.ts';
 import { CredentialsCache } from '../src/auth/credentials-cache.ts';
 import type { TokenBucketStore } from '../src/rate-limit/token-bucket.ts';
 import { agencyWithKey, client, startTestApi, type Fixture } from './support.ts';
+import { EventCursors } from '../src/routes/event-cursors.ts';
 
 let t: TestDatabase;
 let api: Awaited<ReturnType<typeof startTestApi>>;
@@ -162,6 +164,7 @@ describe('when Postgres is unreachable', () => {
       onKeyUsed: () => {},
       rateLimits: noLimit,
       eventRetentionMs: 86_400_000,
+      eventCursors: new EventCursors(randomBytes(32)),
     });
     server = app.listen(0);
     await new Promise((resolve) => server.once('listening', resolve));

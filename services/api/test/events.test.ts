@@ -1,11 +1,11 @@
 import pg from 'pg';
 import { sql } from 'kysely';
 import pino from 'pino';
-import { createApiKey, createDb, ensureEventPartitions } from '@trips/db';
+import { createApiKey, createDb, ensureEventPartitions, platformSecret } from '@trips/db';
 import { createTestDatabase, waitFor, type TestDatabase } from '@trips/testkit';
 import { Recorder } from '../../recorder/src/recorder.ts';
 import { Loop } from '@trips/runtime';
-import { encodeEventCursor } from '../src/routes/events.ts';
+import { EventCursors } from '../src/routes/event-cursors.ts';
 import { agencyWithKey, client, startTestApi, type Fixture } from './support.ts';
 
 // GET /api/v1/events (spec 4.2, D2, D6) against a real recorder: scopes, paging, cursors, expiry,
@@ -166,6 +166,7 @@ describe('reading', () => {
       'eyJ2IjoyfQ',
       encodeURIComponent('{"v":1}'),
       Buffer.from('{"v":1,"s":-1,"t":1}').toString('base64url'),
+      Buffer.from('{"v":1,"s":1,"t":1}').toString('base64url'), // the readable cursors of before
     ]) {
       const res = await get(`/api/v1/events?after=${after}`);
       expect(res.status).toBe(400);
@@ -179,10 +180,44 @@ describe('reading', () => {
   });
 
   test('a cursor older than EVENT_RETENTION is 410 cursor_expired', async () => {
-    const old = encodeEventCursor({ seq: 1, at: Date.now() - 31 * 86_400_000 });
+    const cursors = new EventCursors(await platformSecret(t.db, 'event_cursor_key'));
+    const old = cursors.seal(own.agencyId, { seq: 1, at: Date.now() - 31 * 86_400_000 });
     const res = await get(`/api/v1/events?after=${old}`);
     expect(res.status).toBe(410);
     expect(res.body.error.code).toBe('cursor_expired');
+  });
+
+  test('a cursor is sealed: it shows no position, opens only for its agency, and cannot be altered', async () => {
+    const other = await agencyWithKey(t.db);
+    const { cursor } = await readAll(get);
+    // The position inside is the platform's global seq; nothing of it may be read off the cursor.
+    // Before, it was base64url JSON; now it is sealed afresh each time, so two cursors for the
+    // same place (no event in between) are unrelated bytes.
+    expect(() => JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))).toThrow();
+    const cursors = new EventCursors(await platformSecret(t.db, 'event_cursor_key'));
+    const place = { seq: 1, at: 1 };
+    expect(cursors.seal(own.agencyId, place)).not.toBe(cursors.seal(own.agencyId, place));
+    expect(cursors.open(own.agencyId, cursors.seal(own.agencyId, place))).toEqual(place);
+    expect((await readAll(client(api.url, other.key))).cursor).not.toBe(cursor);
+
+    const refused = async (read: ReturnType<typeof client>, after: string) => {
+      const res = await read(`/api/v1/events?after=${after}`);
+      expect({ status: res.status, error: res.body.error }).toMatchObject({
+        status: 400,
+        error: { code: 'invalid_request', param: 'after' },
+      });
+    };
+    await refused(client(api.url, other.key), cursor); // another agency's
+    const bytes = Buffer.from(cursor, 'base64url');
+    for (const at of [0, 5, bytes.length - 1]) {
+      const altered = Buffer.from(bytes);
+      altered[at]! ^= 1;
+      await refused(get, altered.toString('base64url'));
+    }
+    // Sealed under another key (another platform's, or a made-up one): refused.
+    const { randomBytes } = await import('node:crypto');
+    await refused(get, new EventCursors(randomBytes(32)).seal(own.agencyId, { seq: 1, at: Date.now() }));
+    expect((await get(`/api/v1/events?after=${cursor}`)).status).toBe(200);
   });
 });
 

@@ -11,6 +11,7 @@ import * as templatePartsSides from './0009_template_parts_sides.ts';
 import * as objectIdPrefixes from './0010_object_id_prefixes.ts';
 import * as updatedAtAtWrite from './0011_updated_at_at_write.ts';
 import * as noticeLeases from './0012_notice_leases.ts';
+import * as platformSecrets from './0013_platform_secrets.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -29,6 +30,7 @@ export const migrations: Record<string, Migration> = {
   '0010_object_id_prefixes': objectIdPrefixes,
   '0011_updated_at_at_write': updatedAtAtWrite,
   '0012_notice_leases': noticeLeases,
+  '0013_platform_secrets': platformSecrets,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -14,47 +14,9 @@ import { guard } from '../auth/scopes.ts';
 import { ApiError, invalidParam } from '../errors.ts';
 import { readLimit, readQuery } from '../http/params.ts';
 import { sendJson } from '../http/send-json.ts';
+import type { EventCursors, Position } from './event-cursors.ts';
 
 const PARAMS = ['after', 'limit', 'types'] as const;
-
-/**
- * The `after` cursor: base64url of {v, s, t}: the format version, the seq the reader has seen
- * everything up to, and when that position was handed out (ms). `t` is what makes expiry
- * detectable: a cursor older than the retention window may have lost events (410). A page that
- * reaches the present hands out a fresh `t`, so a reader that keeps polling never expires.
- */
-interface Position {
-  seq: number;
-  at: number;
-}
-
-export function encodeEventCursor(p: Position): string {
-  return Buffer.from(JSON.stringify({ v: 1, s: p.seq, t: p.at })).toString('base64url');
-}
-
-function readEventCursor(value: string | undefined): Position | undefined {
-  if (value === undefined) return undefined;
-  const bad = () =>
-    invalidParam('after', "'after' is not a cursor this API gave out. Pass next_cursor unchanged.");
-  if (!/^[A-Za-z0-9_-]{1,200}$/.test(value)) throw bad();
-  let decoded: unknown;
-  try {
-    decoded = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'));
-  } catch {
-    throw bad();
-  }
-  const { v, s, t } = (decoded ?? {}) as { v?: unknown; s?: unknown; t?: unknown };
-  if (
-    v !== 1 ||
-    !Number.isSafeInteger(s) ||
-    (s as number) < 0 ||
-    !Number.isSafeInteger(t) ||
-    (t as number) < 0
-  ) {
-    throw bad();
-  }
-  return { seq: s as number, at: t as number };
-}
 
 function readTypes(value: string | undefined): EventType[] {
   if (value === undefined) return EVENT_TYPE_NAMES;
@@ -73,6 +35,8 @@ export interface EventsRouterDeps {
   db: Kysely<Database>;
   /** EVENT_RETENTION: how far back a cursor may reach before it answers 410. */
   eventRetentionMs: number;
+  /** Seals and opens `after` cursors (sealed: the seq in them is the whole platform's). */
+  eventCursors: EventCursors;
 }
 
 /**
@@ -82,18 +46,23 @@ export interface EventsRouterDeps {
  */
 export function addEventsRoute(router: IRouter, deps: EventsRouterDeps): void {
   const retentionMs = deps.eventRetentionMs;
+  const cursors = deps.eventCursors;
   router.get('/events', ...guard(EVENTS_SCOPE), async (req, res) => {
     const query = readQuery(req, PARAMS);
     const limit = readLimit(query.limit, { max: 1000, fallback: 100 });
     const requested = readTypes(query.types);
-    const after = readEventCursor(query.after);
+    const caller = callerOf(req);
+    const after = query.after === undefined ? undefined : cursors.open(caller.agencyId, query.after);
+    if (query.after !== undefined && !after) {
+      throw invalidParam('after', "'after' is not a cursor this API gave you. Pass next_cursor unchanged.");
+    }
+    // When the cursor was handed out tells whether events it had not reached yet may be gone.
     if (after && after.at < Date.now() - retentionMs) {
       throw new ApiError(
         'cursor_expired',
         'This cursor is older than the event retention window, so events may have been lost to it. Resync with updated_since, then read events without after.',
       );
     }
-    const caller = callerOf(req);
     const types = requested.filter((type) => caller.scopes.has(scopeForEventType(type)));
     const page = await readEventPage(deps.db, {
       agencyId: caller.agencyId,
@@ -114,7 +83,7 @@ export function addEventsRoute(router: IRouter, deps: EventsRouterDeps): void {
     sendJson(res, {
       object: 'list',
       data: events.map(eventRecord),
-      next_cursor: encodeEventCursor(next),
+      next_cursor: cursors.seal(caller.agencyId, next),
       has_more: hasMore,
     });
   });

@@ -1,0 +1,15 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../schema.ts';
+
+export type PlatformSecretName = 'event_cursor_key';
+
+/** One of the platform's own secrets (migration 0013); throws when the schema is not migrated. */
+export async function platformSecret(db: Kysely<Database>, name: PlatformSecretName): Promise<Buffer> {
+  const row = await db
+    .selectFrom('platform_secrets')
+    .select('secret')
+    .where('name', '=', name)
+    .executeTakeFirst();
+  if (!row) throw new Error(`no platform secret ${name}: is the database migrated (tripctl migrate)?`);
+  return row.secret;
+}
