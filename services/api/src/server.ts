@@ -10,6 +10,7 @@ import type { ApiConfig } from './config.ts';
 import { requestMetrics } from './http/request-metrics.ts';
 import { answerUnreadableRequests } from './http/unreadable-requests.ts';
 import { EventCursors } from './routes/event-cursors.ts';
+import { addSyncHorizonMetric } from './sync-horizon-metric.ts';
 import { LeasedTokenBuckets } from './rate-limit/leases.ts';
 import { PostgresBuckets, RedisBuckets } from './rate-limit/token-bucket.ts';
 
@@ -55,6 +56,7 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
   );
 
   const registry = createMetricsRegistry('api');
+  addSyncHorizonMetric(registry, db);
   const app = createApp({
     db,
     logger,

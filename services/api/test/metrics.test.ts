@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import { agencyWithKey, client, insertTrip, startTestApi, type Fixture } from './support.ts';
 
@@ -44,4 +45,26 @@ test('GET /metrics on its own port: latency by route pattern and status, never b
   expect(text).toContain('process_resident_memory_bytes{service="api"}');
   // Not on the public port.
   expect((await fetch(`${api.url}/metrics`)).status).toBe(404);
+});
+
+test('trips_sync_horizon_lag_seconds: 0, then how long a writing transaction has held list sync back', async () => {
+  const lag = async () => {
+    const text = await (await fetch(api.metricsUrl)).text();
+    const line = text.split('\n').find((l) => l.startsWith('trips_sync_horizon_lag_seconds{'));
+    return Number(line!.split(' ').at(-1));
+  };
+  // Near 0: only the services' own short writes (a key's last use, say) may be open meanwhile.
+  expect(await lag()).toBeLessThan(0.2);
+  const writer = new pg.Client({ connectionString: t.url });
+  await writer.connect();
+  try {
+    await writer.query('BEGIN');
+    await writer.query('SELECT pg_current_xact_id()'); // has written, as far as the horizon goes
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await lag()).toBeGreaterThanOrEqual(0.3);
+    await writer.query('COMMIT');
+    expect(await lag()).toBeLessThan(0.2);
+  } finally {
+    await writer.end();
+  }
 });

@@ -1,6 +1,10 @@
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Database } from '../schema.ts';
 
+// The horizon over pg_stat_activity (see syncHorizon); least() skips the null of a database with
+// no writer open.
+const HORIZON = sql`least(statement_timestamp(), min(xact_start) FILTER (WHERE backend_xid IS NOT NULL))`;
+
 /**
  * The visibility horizon of `updated_since` sync (decisions.md D4).
  *
@@ -24,16 +28,24 @@ import type { Database } from '../schema.ts';
  */
 export async function syncHorizon(db: Kysely<Database>): Promise<string> {
   const { rows } = await sql<{ horizon: string }>`
-    SELECT to_char(
-             least(statement_timestamp(), min(xact_start) FILTER (WHERE backend_xid IS NOT NULL))
-               AT TIME ZONE 'UTC',
-             'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'
-           ) AS horizon
+    SELECT to_char(${HORIZON} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS horizon
       FROM pg_stat_activity
      WHERE datname = current_database()
   `.execute(db);
-  // least() skips the null of a database with no writer open.
   return rows[0]!.horizon;
+}
+
+/**
+ * How far the horizon is behind now, in seconds: the age of the oldest writing transaction open in
+ * the database, 0 with none. While it grows, lists return nothing changed since it (a metric).
+ */
+export async function syncHorizonLagSeconds(db: Kysely<Database>): Promise<number> {
+  const { rows } = await sql<{ lag: number }>`
+    SELECT extract(epoch FROM statement_timestamp() - ${HORIZON})::float8 AS lag
+      FROM pg_stat_activity
+     WHERE datname = current_database()
+  `.execute(db);
+  return rows[0]!.lag;
 }
 
 /** Whether this connection's role may read other sessions' xact_start, as `syncHorizon` needs. */
