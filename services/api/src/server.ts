@@ -56,7 +56,7 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
   );
 
   const registry = createMetricsRegistry('api');
-  addSyncHorizonMetric(registry, db);
+  addSyncHorizonMetric(registry, db, logger);
   const app = createApp({
     db,
     logger,

@@ -1,5 +1,8 @@
 import pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '@trips/testkit';
+import { createDb } from '@trips/db';
+import { createMetricsRegistry } from '@trips/runtime';
+import { createTestDatabase, LogCapture, type TestDatabase } from '@trips/testkit';
+import { addSyncHorizonMetric } from '../src/sync-horizon-metric.ts';
 import { agencyWithKey, client, insertTrip, startTestApi, type Fixture } from './support.ts';
 
 let t: TestDatabase;
@@ -66,5 +69,21 @@ test('trips_sync_horizon_lag_seconds: 0, then how long a writing transaction has
     expect(await lag()).toBeLessThan(0.2);
   } finally {
     await writer.end();
+  }
+});
+
+test('while the database does not answer, the horizon gauge reads NaN and the rest of the scrape still answers', async () => {
+  const registry = createMetricsRegistry('api');
+  const logs = new LogCapture();
+  const unreachable = createDb('postgres://postgres@127.0.0.1:1/trips', { max: 1 });
+  try {
+    addSyncHorizonMetric(registry, unreachable, logs.logger);
+    const text = await registry.metrics();
+    // prom-client writes "Nan", which Prometheus reads as NaN (its float parsing ignores case).
+    expect(text).toMatch(/^trips_sync_horizon_lag_seconds\{service="api"\} NaN$/im);
+    expect(text).toContain('process_resident_memory_bytes{service="api"}');
+    expect(logs.lines.join('')).toContain('sync horizon not read for /metrics');
+  } finally {
+    await unreachable.destroy();
   }
 });
