@@ -166,7 +166,6 @@ describe('reading', () => {
       'eyJ2IjoyfQ',
       encodeURIComponent('{"v":1}'),
       Buffer.from('{"v":1,"s":-1,"t":1}').toString('base64url'),
-      Buffer.from('{"v":1,"s":1,"t":1}').toString('base64url'), // the readable cursors of before
     ]) {
       const res = await get(`/api/v1/events?after=${after}`);
       expect(res.status).toBe(400);
@@ -177,6 +176,15 @@ describe('reading', () => {
       expect(res.status).toBe(400);
       expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'limit' });
     }
+  });
+
+  test('a cursor of the readable format handed out before cursors were sealed is 410: resync', async () => {
+    const res = await get(`/api/v1/events?after=${Buffer.from('{"v":1,"s":1,"t":1}').toString('base64url')}`);
+    expect(res.status).toBe(410);
+    expect(res.body.error).toMatchObject({
+      code: 'cursor_expired',
+      message: expect.stringMatching(/older format/),
+    });
   });
 
   test('a cursor older than EVENT_RETENTION is 410 cursor_expired', async () => {

@@ -45,6 +45,25 @@ export class EventCursors {
     ]).toString('base64url');
   }
 
+  /**
+   * Whether `cursor` is one of the readable cursors handed out before they were sealed: base64url
+   * of `{"v":1,"s":<seq>,"t":<ms>}`. Those can no longer be trusted (anyone could write one), but
+   * their holders did nothing wrong: they get 410 and resync, as after any lost position.
+   */
+  static isUnsealed(cursor: string): boolean {
+    if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) return false;
+    try {
+      const { v, s, t } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Record<
+        string,
+        unknown
+      >;
+      const natural = (n: unknown) => Number.isSafeInteger(n) && (n as number) >= 0;
+      return v === 1 && natural(s) && natural(t);
+    } catch {
+      return false;
+    }
+  }
+
   /** The position sealed in `cursor` for this agency; undefined for anything else. */
   open(agencyId: string, cursor: string): Position | undefined {
     if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined;

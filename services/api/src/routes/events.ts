@@ -14,7 +14,7 @@ import { guard } from '../auth/scopes.ts';
 import { ApiError, invalidParam } from '../errors.ts';
 import { readLimit, readQuery } from '../http/params.ts';
 import { sendJson } from '../http/send-json.ts';
-import type { EventCursors, Position } from './event-cursors.ts';
+import { EventCursors, type Position } from './event-cursors.ts';
 
 const PARAMS = ['after', 'limit', 'types'] as const;
 
@@ -54,6 +54,12 @@ export function addEventsRoute(router: IRouter, deps: EventsRouterDeps): void {
     const caller = callerOf(req);
     const after = query.after === undefined ? undefined : cursors.open(caller.agencyId, query.after);
     if (query.after !== undefined && !after) {
+      if (EventCursors.isUnsealed(query.after)) {
+        throw new ApiError(
+          'cursor_expired',
+          'This cursor is of an older format that is no longer read. Resync with updated_since, then read events without after.',
+        );
+      }
       throw invalidParam('after', "'after' is not a cursor this API gave you. Pass next_cursor unchanged.");
     }
     // When the cursor was handed out tells whether events it had not reached yet may be gone.
