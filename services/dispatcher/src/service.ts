@@ -164,6 +164,7 @@ export async function startDispatcherService(
     live: () => true,
     ready: async () => (await postgresUp()) && fanOut.connected && deliveries.connected,
   });
+  logger.info({ healthPort: portOf(health) }, 'health port open');
   await Promise.all([fanOut.ready(), deliveries.ready()]);
   mailLoop.start();
   switchOffLoop.start();

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import amqplib, { type ConfirmChannel } from 'amqplib';
 import {
@@ -49,15 +48,6 @@ async function onChannel(operation: (ch: ConfirmChannel) => Promise<unknown>): P
   }
 }
 
-/** A port free now, for a child process that must be reachable before it logs its own. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 const delivered = (eventId: string) =>
   receiver.requests.some((r) => r.headers['service-event-id'] === eventId);
 
@@ -86,15 +76,17 @@ describe('a queue that exists with other arguments', () => {
     await onChannel((ch) => ch.assertQueue(names.eventsQueue, { durable: true }));
 
     let output = '';
-    const healthPort = await freePort();
-    const probe = async (path: string) => (await fetch(`http://127.0.0.1:${healthPort}${path}`)).status;
+    // The port the child chose (0: any free one), from its log line: a port picked here and
+    // handed over could be taken by another test file in between.
+    const healthPort = () => /"healthPort":(\d+),"msg":"health port open"/.exec(output)?.[1];
+    const probe = async (path: string) => (await fetch(`http://127.0.0.1:${healthPort()}${path}`)).status;
     child = spawn(process.execPath, [main], {
       env: {
         ...process.env,
         DATABASE_URL: t.url,
         AMQP_URL: amqpUrl,
         AMQP_PREFIX: prefix,
-        DISPATCHER_HEALTH_PORT: String(healthPort),
+        DISPATCHER_HEALTH_PORT: '0',
         WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
         WEBHOOK_CA_FILE: ca.caFile,
         LOG_LEVEL: 'info',
@@ -117,6 +109,7 @@ describe('a queue that exists with other arguments', () => {
     expect(output).toContain('RabbitMQ closed the channel');
     expect(output).not.toContain('    at '); // a log line with the message, never a stack trace
     expect(output).not.toContain('dispatcher started');
+    expect(healthPort()).toBeDefined();
     // Alive, so Kubernetes does not restart it into the same refusal; not ready, so it gets no
     // traffic and the refusal shows.
     expect({ live: await probe('/healthz'), ready: await probe('/readyz') }).toEqual({
