@@ -31,6 +31,10 @@ owner_email=$(field "$seed" owner_email)
 owner_password="${DEMO_OWNER_PASSWORD:-demo-owner-password}"
 printf '%s\n' "$owner_password" | pnpm --silent tripctl user set-password --user "$owner_email" >/dev/null
 
+# Each background process in a process group of its own (job control), so that Ctrl-C reaches this
+# script alone and stop() below asks each process once. In the terminal's group, the services also
+# got Ctrl-C's SIGINT, and stop()'s SIGTERM was a second signal that cut their graceful stop short.
+set -m
 pids=()
 stop() {
   trap - INT TERM
