@@ -66,6 +66,11 @@ done
 run_service recorder
 # The settings page may register webhooks on this machine too, like the demo receiver (demo only).
 WEBHOOK_ALLOW_PRIVATE_NETWORKS=true run_service api
+# The banner's curl lines work as soon as they are shown.
+for _ in $(seq 1 150); do
+  curl -sf "http://127.0.0.1:${PORT}/readyz" >/dev/null && break
+  sleep 0.2
+done
 
 key=$(field "$seed" key)
 simulator="${SIMULATOR:-on}"
