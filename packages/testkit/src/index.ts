@@ -14,3 +14,4 @@ export {
   type ExpectedEvent,
   type ObjectRef,
 } from './activity.ts';
+export { startServiceProcess, type ServiceProcess } from './process.ts';

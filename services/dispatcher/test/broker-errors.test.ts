@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import amqplib, { type ConfirmChannel } from 'amqplib';
 import {
@@ -8,7 +7,9 @@ import {
   deleteAmqpObjects,
   randomAmqpPrefix,
   startReceiver,
+  startServiceProcess,
   waitFor,
+  type ServiceProcess,
   type TestCa,
   type TestDatabase,
   type TestReceiver,
@@ -54,14 +55,14 @@ const delivered = (eventId: string) =>
 describe('a queue that exists with other arguments', () => {
   let t: TestDatabase;
   let prefix: string;
-  let child: ChildProcess | undefined;
+  let service: ServiceProcess | undefined;
 
   beforeAll(async () => {
     t = await createTestDatabase();
     prefix = randomAmqpPrefix();
   });
   afterAll(async () => {
-    child?.kill('SIGKILL');
+    service?.child.kill('SIGKILL');
     await deleteAmqpObjects({
       queues: queueNames(topology(prefix, readConfig({}).policy.queueDelaysMs)),
       exchanges: [`${prefix}trips.events`],
@@ -75,40 +76,35 @@ describe('a queue that exists with other arguments', () => {
     // answers 406 PRECONDITION_FAILED "inequivalent arg" and closes the declaring channel.
     await onChannel((ch) => ch.assertQueue(names.eventsQueue, { durable: true }));
 
-    let output = '';
+    service = startServiceProcess(main, {
+      DATABASE_URL: t.url,
+      AMQP_URL: amqpUrl,
+      AMQP_PREFIX: prefix,
+      DISPATCHER_HEALTH_PORT: '0',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_CA_FILE: ca.caFile,
+      LOG_LEVEL: 'info',
+    });
+    const running = service;
     // The port the child chose (0: any free one), from its log line: a port picked here and
     // handed over could be taken by another test file in between.
-    const healthPort = () => /"healthPort":(\d+),"msg":"health port open"/.exec(output)?.[1];
+    const healthPort = () => /"healthPort":(\d+),"msg":"health port open"/.exec(running.output)?.[1];
     const probe = async (path: string) => (await fetch(`http://127.0.0.1:${healthPort()}${path}`)).status;
-    child = spawn(process.execPath, [main], {
-      env: {
-        ...process.env,
-        DATABASE_URL: t.url,
-        AMQP_URL: amqpUrl,
-        AMQP_PREFIX: prefix,
-        DISPATCHER_HEALTH_PORT: '0',
-        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-        WEBHOOK_CA_FILE: ca.caFile,
-        LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    let exitCode: number | null | undefined;
-    child.on('exit', (code) => (exitCode = code));
-    const refusals = () => output.split('setting up the channel failed').length - 1;
+    const refusals = () => running.output.split('setting up the channel failed').length - 1;
 
     // Each consumer's setup is refused, and tried again on a new channel after a pause.
-    await waitFor(() => exitCode !== undefined || refusals() >= 4, {
+    await waitFor(() => running.exitCode !== undefined || refusals() >= 4, {
       timeoutMs: 20_000,
       what: 'the declaration refused, and refused again after a pause',
     });
-    expect({ exitCode, output }).toEqual({ exitCode: undefined, output: expect.any(String) });
-    expect(output).toContain('PRECONDITION_FAILED - inequivalent arg');
-    expect(output).toContain('RabbitMQ closed the channel');
-    expect(output).not.toContain('    at '); // a log line with the message, never a stack trace
-    expect(output).not.toContain('dispatcher started');
+    expect({ exitCode: running.exitCode, output: running.output }).toEqual({
+      exitCode: undefined,
+      output: expect.any(String),
+    });
+    expect(running.output).toContain('PRECONDITION_FAILED - inequivalent arg');
+    expect(running.output).toContain('RabbitMQ closed the channel');
+    expect(running.output).not.toContain('    at '); // a log line with the message, never a stack trace
+    expect(running.output).not.toContain('dispatcher started');
     expect(healthPort()).toBeDefined();
     // Alive, so Kubernetes does not restart it into the same refusal; not ready, so it gets no
     // traffic and the refusal shows.
@@ -118,11 +114,11 @@ describe('a queue that exists with other arguments', () => {
     });
 
     await onChannel((ch) => ch.deleteQueue(names.eventsQueue));
-    await waitFor(() => exitCode !== undefined || output.includes('dispatcher started'), {
+    await waitFor(() => running.exitCode !== undefined || running.output.includes('dispatcher started'), {
       timeoutMs: 20_000,
       what: 'the dispatcher started once the queue was deleted',
     });
-    expect(exitCode).toBeUndefined();
+    expect(running.exitCode).toBeUndefined();
     expect(await probe('/readyz')).toBe(200);
 
     const { agencyId } = await agencyWithOwners(t.db);

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import amqplib from 'amqplib';
 import {
@@ -7,7 +6,9 @@ import {
   createTestDatabase,
   deleteAmqpObjects,
   randomAmqpPrefix,
+  startServiceProcess,
   waitFor,
+  type ServiceProcess,
   type TestDatabase,
   type TestQueue,
 } from '@trips/testkit';
@@ -21,14 +22,14 @@ const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 let t: TestDatabase;
 let prefix: string;
 let queue: TestQueue | undefined;
-let child: ChildProcess | undefined;
+let service: ServiceProcess | undefined;
 
 beforeAll(async () => {
   t = await createTestDatabase();
   prefix = randomAmqpPrefix();
 });
 afterAll(async () => {
-  child?.kill('SIGKILL');
+  service?.child.kill('SIGKILL');
   await queue?.close();
   await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`] });
   await t.drop();
@@ -48,34 +49,29 @@ test('an exchange of another type: the recorder logs the refusal, stays up, and 
   const exchange = `${prefix}trips.events`;
   await onChannel((ch) => ch.assertExchange(exchange, 'fanout', { durable: true }));
 
-  let output = '';
-  child = spawn(process.execPath, [main], {
-    env: {
-      ...process.env,
-      DATABASE_URL: t.url,
-      AMQP_URL: amqpUrl,
-      AMQP_PREFIX: prefix,
-      RECORDER_HEALTH_PORT: '0',
-      RECORDER_POLL_INTERVAL: '20ms',
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const running = startServiceProcess(main, {
+    DATABASE_URL: t.url,
+    AMQP_URL: amqpUrl,
+    AMQP_PREFIX: prefix,
+    RECORDER_HEALTH_PORT: '0',
+    RECORDER_POLL_INTERVAL: '20ms',
+    LOG_LEVEL: 'info',
   });
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  let exitCode: number | null | undefined;
-  child.on('exit', (code) => (exitCode = code));
-  const refusals = () => output.split('setting up the publishing channel failed').length - 1;
+  service = running;
+  const refusals = () => running.output.split('setting up the publishing channel failed').length - 1;
 
   // Refused, and refused again on a new connection after a pause.
-  await waitFor(() => exitCode !== undefined || refusals() >= 2, {
+  await waitFor(() => running.exitCode !== undefined || refusals() >= 2, {
     timeoutMs: 20_000,
     what: 'the declaration refused, and refused again after a pause',
   });
-  expect({ exitCode, output }).toEqual({ exitCode: undefined, output: expect.any(String) });
-  expect(output).toContain("PRECONDITION_FAILED - inequivalent arg 'type'");
-  expect(output).toContain('RabbitMQ closed the publishing channel');
-  expect(output).not.toContain('    at '); // a log line with the message, never a stack trace
+  expect({ exitCode: running.exitCode, output: running.output }).toEqual({
+    exitCode: undefined,
+    output: expect.any(String),
+  });
+  expect(running.output).toContain("PRECONDITION_FAILED - inequivalent arg 'type'");
+  expect(running.output).toContain('RabbitMQ closed the publishing channel');
+  expect(running.output).not.toContain('    at '); // a log line with the message, never a stack trace
 
   await hostWrite(t.db, `INSERT INTO agencies (id, name) VALUES ('agy_B', 'Broker errors')`);
   await hostWrite(
@@ -85,9 +81,12 @@ test('an exchange of another type: the recorder logs the refusal, stays up, and 
   await onChannel((ch) => ch.deleteExchange(exchange));
   // Declares the topic exchange too, with a queue bound to it, so the recorder's publish is routed.
   queue = await collectMessages(exchange);
-  await waitFor(() => exitCode !== undefined || queue!.messages.some((m) => m.type === 'trip.created'), {
-    timeoutMs: 20_000,
-    what: 'the event published once the exchange was fixed',
-  });
-  expect(exitCode).toBeUndefined();
+  await waitFor(
+    () => running.exitCode !== undefined || queue!.messages.some((m) => m.type === 'trip.created'),
+    {
+      timeoutMs: 20_000,
+      what: 'the event published once the exchange was fixed',
+    },
+  );
+  expect(running.exitCode).toBeUndefined();
 }, 60_000);
