@@ -8,3 +8,4 @@ export { startHealthServer, portOf, type HealthChecks } from './health.ts';
 export { Loop } from './loop.ts';
 export { atMostEvery } from './throttle.ts';
 export { createMetricsRegistry, Counter, Gauge, Histogram, Registry } from './metrics.ts';
+export { withTimeout } from './timeout.ts';

@@ -1,6 +1,9 @@
 import amqplib from 'amqplib';
 import type { DeliveryMessage } from '@trips/contracts';
+import { withTimeout } from '@trips/runtime';
 import { SettingsError } from './errors.ts';
+
+const unavailable = (message: string) => new SettingsError('unavailable', message);
 
 export interface PublishOptions {
   /**
@@ -29,7 +32,7 @@ export async function publishDeliveries(
   try {
     connection = await amqplib.connect(amqpUrl, { timeout: options.timeoutMs });
   } catch (error) {
-    throw new SettingsError('unavailable', `cannot reach RabbitMQ (${(error as Error).message}).`);
+    throw unavailable(`cannot reach RabbitMQ (${(error as Error).message}).`);
   }
   connection.on('error', () => {});
   let published = 0;
@@ -39,8 +42,7 @@ export async function publishDeliveries(
     try {
       await checker.checkQueue(queue);
     } catch {
-      throw new SettingsError(
-        'unavailable',
+      throw unavailable(
         `the dispatcher's queue ${queue} does not exist; is the dispatcher running (with this AMQP_PREFIX)?`,
       );
     }
@@ -57,11 +59,11 @@ export async function publishDeliveries(
           headers: { webhook_id: delivery.webhook_id },
         });
       }
-      await within(
-        ch.waitForConfirms(),
-        options.timeoutMs,
-        `RabbitMQ did not confirm the deliveries within ${seconds} (is it blocked by a resource alarm?); ` +
-          `${published} were confirmed before.`,
+      await withTimeout(ch.waitForConfirms(), options.timeoutMs, () =>
+        unavailable(
+          `RabbitMQ did not confirm the deliveries within ${seconds} (is it blocked by a resource alarm?); ` +
+            `${published} were confirmed before.`,
+        ),
       );
       published += batch.length;
       await options.onPublished?.(published);
@@ -70,19 +72,6 @@ export async function publishDeliveries(
     return published;
   } finally {
     // A blocked connection is closed at once by amqplib; this never waits on the broker for long.
-    await within(connection.close(), options.timeoutMs, 'close').catch(() => {});
-  }
-}
-
-/** `promise`, or `unavailable` with `message` once `ms` have passed. */
-async function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new SettingsError('unavailable', message)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
+    await withTimeout(connection.close(), options.timeoutMs, () => unavailable('close')).catch(() => {});
   }
 }

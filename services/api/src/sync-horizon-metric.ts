@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { syncHorizonLagSeconds, type Database } from '@trips/db';
-import { Gauge, type Logger, type Registry } from '@trips/runtime';
+import { Gauge, withTimeout, type Logger, type Registry } from '@trips/runtime';
 
 /** A scrape waits at most this long for the database; Prometheus' own default timeout is 10 s. */
 const QUERY_TIMEOUT_MS = 2_000;
@@ -20,23 +20,16 @@ export function addSyncHorizonMetric(registry: Registry, db: Kysely<Database>, l
     help: 'Age of the oldest writing transaction open in the database: list sync returns nothing newer (0 when none).',
     registers: [registry],
     async collect() {
-      let timer: NodeJS.Timeout | undefined;
       try {
-        const lag = await Promise.race([
+        const lag = await withTimeout(
           syncHorizonLagSeconds(db),
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(
-              () => reject(new Error(`no answer within ${QUERY_TIMEOUT_MS} ms`)),
-              QUERY_TIMEOUT_MS,
-            );
-          }),
-        ]);
+          QUERY_TIMEOUT_MS,
+          () => new Error(`no answer within ${QUERY_TIMEOUT_MS} ms`),
+        );
         this.set(Math.max(0, lag));
       } catch (error) {
         logger.warn({ err: (error as Error).message }, 'sync horizon not read for /metrics');
         this.set(Number.NaN);
-      } finally {
-        clearTimeout(timer);
       }
     },
   });

@@ -1,6 +1,7 @@
 import type { IRouter } from 'express';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '@trips/db';
+import { withTimeout } from '@trips/runtime';
 import { methodNotAllowed } from '../errors.ts';
 import { sendJson } from '../http/send-json.ts';
 
@@ -13,17 +14,11 @@ export function addProbeRoutes(router: IRouter, db: Kysely<Database>): void {
     sendJson(res, { status: 'ok' });
   });
   router.get('/readyz', async (_req, res) => {
-    let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([
-        sql`SELECT 1`.execute(db),
-        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), 2_000))),
-      ]);
+      await withTimeout(sql`SELECT 1`.execute(db), 2_000, () => new Error('timeout'));
       sendJson(res, { status: 'ready' });
     } catch {
       sendJson(res.status(503), { status: 'unavailable', checks: { postgres: 'unreachable' } });
-    } finally {
-      clearTimeout(timer);
     }
   });
   router.all(['/healthz', '/readyz'], methodNotAllowed);
