@@ -398,11 +398,9 @@ export function createSettings(options: SettingsOptions) {
     async setWebhookEnabled(actor: Actor, id: string, enabled: boolean) {
       return inTransaction(async (trx) => {
         const { webhook, who } = await lockWebhook(trx, actor, id);
-        // Already so: nothing changes and nothing is audited. In particular enabling an active
-        // webhook keeps its failure streak (else enabling again and again would put its switch-off
-        // off for ever), and disabling a disabled one does not drop anything again.
-        if ((webhook.disabled_at === null) === enabled) return webhookView(webhook);
-        const updated = (await setWebhookEnabled(trx, id, enabled))!;
+        const updated = await setWebhookEnabled(trx, id, enabled);
+        // Already so: nothing changed (an active webhook keeps its streak), nothing is audited.
+        if (!updated) return webhookView(webhook);
         await audit(
           trx,
           who,

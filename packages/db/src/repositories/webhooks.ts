@@ -53,9 +53,10 @@ export async function findWebhook(db: Db, id: string): Promise<WebhookRow | unde
 
 /**
  * Switches a webhook on or off by an owner's action; answers the row, or undefined when there is
- * none. Off bumps the epoch, dropping queued deliveries and retries. Switching back on starts a
- * fresh failure streak (D7), so the next failure gets the whole window again; enabling one that is
- * already on keeps its streak, or enabling again and again would put its switch-off off for ever.
+ * none or it already was so (then nothing changes). Off bumps the epoch, dropping queued
+ * deliveries and retries. Switching back on starts a fresh failure streak (D7), so the next
+ * failure gets the whole window again; enabling one that is on keeps its streak, or enabling
+ * again and again would put its switch-off off for ever.
  */
 export async function setWebhookEnabled(
   db: Db,
@@ -65,22 +66,14 @@ export async function setWebhookEnabled(
   const query = db.updateTable('webhooks').where('id', '=', id);
   if (enabled) {
     return query
-      .set({
-        disabled_at: null,
-        disabled_reason: null,
-        // On the right of SET, columns are the row before the update.
-        failing_since: sql<Date | null>`CASE WHEN disabled_at IS NULL THEN failing_since END`,
-        warned_at: sql<Date | null>`CASE WHEN disabled_at IS NULL THEN warned_at END`,
-      })
+      .where('disabled_at', 'is not', null)
+      .set({ disabled_at: null, disabled_reason: null, failing_since: null, warned_at: null })
       .returningAll()
       .executeTakeFirst();
   }
   return query
-    .set((eb) => ({
-      disabled_at: sql<Date>`coalesce(disabled_at, now())`,
-      disabled_reason: sql<'owner' | 'failing'>`coalesce(disabled_reason, 'owner')`,
-      epoch: eb('epoch', '+', 1),
-    }))
+    .where('disabled_at', 'is', null)
+    .set((eb) => ({ disabled_at: sql<Date>`now()`, disabled_reason: 'owner', epoch: eb('epoch', '+', 1) }))
     .returningAll()
     .executeTakeFirst();
 }
