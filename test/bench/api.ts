@@ -20,7 +20,7 @@ import {
   type ChildServer,
   type LoadResult,
 } from './lib.ts';
-import { paced } from './paced.ts';
+import { PacedThread } from './paced-thread.ts';
 
 const TRIPS = 1_000;
 /** Same for every target; 20 keeps both servers busy without queueing deep in the kernel. */
@@ -97,8 +97,9 @@ async function main() {
   const t = await createTestDatabase();
   onCleanup(() => t.drop());
   const { agencyId, key, tripIds } = await seed(t.db);
+  const paths = tripIds.map((id) => `/api/v1/trips/${id}`);
   let next = 0;
-  const nextPath = () => `/api/v1/trips/${tripIds[next++ % tripIds.length]}`;
+  const nextPath = () => paths[next++ % paths.length]!;
 
   const start = async (label: string, script: string, env: Record<string, string>, auth: boolean) => {
     const server = await startChild(
@@ -227,15 +228,18 @@ async function main() {
     Math.floor(of(barePrepared).rps / 2),
   );
   const series = [oursPaced, controlPaced, bareOwnHalfPaced];
+  // The paced client runs on a thread of its own, out of reach of this thread's collections.
+  const client = new PacedThread();
+  onCleanup(() => client.close());
   const pacedLoad = (one: PacedSeries, seconds: number, warmupSeconds: number) =>
-    paced({
+    client.run({
       url: one.target.server.url,
       headers: one.target.headers,
       seconds,
       warmupSeconds,
       connections: CONNECTIONS,
       rate: one.rate,
-      nextPath,
+      paths,
     });
   // One unmeasured pass per series first. The load generator's own HTTP client is new here
   // (autocannon drove the rounds above), and its first pass stalls some 10 000 requests in, at the
