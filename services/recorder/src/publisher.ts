@@ -1,8 +1,9 @@
 import { sql, type Kysely } from 'kysely';
-import type { ChannelWrapper } from 'amqp-connection-manager';
+import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { ConfirmChannel, Message } from 'amqplib';
 import { PUBLISH_LOCK, markPublished, takeUnpublished, type Database } from '@trips/db';
 import { atMostEvery, type Logger } from '@trips/runtime';
+import { RecoveringChannel } from '@trips/runtime/amqp';
 import { toMessage } from './message.ts';
 
 /** How long the publisher waits before trying again events that no queue took. */
@@ -21,7 +22,9 @@ export interface PublisherOptions {
  * rows leave events_unpublished only in the transaction that saw every confirm, so a crash or a
  * broker outage in between republishes them later with the same event ids: at least once,
  * duplicates carry the same id (spec 6.5). While the broker is away the channel wrapper reconnects
- * and the batch fails after publishTimeoutMs, to be tried again.
+ * and the batch fails after publishTimeoutMs, to be tried again. A channel RabbitMQ closes while the
+ * connection lives (the exchange declared with another type, 406) is replaced after a pause, by
+ * RecoveringChannel, as the dispatcher's are.
  *
  * Messages are published `mandatory`: one that no queue takes (the dispatcher, which declares and
  * binds the queues, not deployed yet on a fresh broker) comes back as unroutable and its event
@@ -29,7 +32,7 @@ export interface PublisherOptions {
  */
 export class Publisher {
   private readonly db: Kysely<Database>;
-  private readonly channel: ChannelWrapper;
+  private readonly channel: RecoveringChannel;
   private readonly options: PublisherOptions;
   private readonly logger: Logger;
 
@@ -39,18 +42,35 @@ export class Publisher {
   private holdUntil = 0;
   private readonly unroutableWarningDue = atMostEvery(60_000);
 
-  constructor(db: Kysely<Database>, channel: ChannelWrapper, options: PublisherOptions, logger: Logger) {
+  constructor(
+    db: Kysely<Database>,
+    connection: AmqpConnectionManager,
+    options: PublisherOptions,
+    logger: Logger,
+  ) {
     this.db = db;
-    this.channel = channel;
     this.options = options;
     this.logger = logger;
-    // On every channel the wrapper opens, reconnects included.
-    void channel.addSetup(async (ch: ConfirmChannel) => {
-      ch.on('return', (message: Message) => {
-        const id = message.properties.messageId as string | undefined;
-        if (id) this.returned.add(id);
-      });
-    });
+    // Run on every channel opened, after a reconnect or a replaced channel too.
+    this.channel = new RecoveringChannel(
+      connection,
+      {
+        name: 'events-publisher',
+        setup: async (ch: ConfirmChannel) => {
+          ch.on('return', (message: Message) => {
+            const id = message.properties.messageId as string | undefined;
+            if (id) this.returned.add(id);
+          });
+          await ch.assertExchange(options.exchange, 'topic', { durable: true });
+        },
+      },
+      logger,
+    );
+  }
+
+  /** Closes the channel; call after the last batch has finished. */
+  close(): Promise<void> {
+    return this.channel.close();
   }
 
   /** Publishes one batch; answers how many events a queue took (0 when idle or not the publisher). */
@@ -69,16 +89,21 @@ export class Publisher {
       this.returned.clear();
       await Promise.all(
         events.map((e) =>
-          this.channel.publish(this.options.exchange, e.type, Buffer.from(JSON.stringify(toMessage(e))), {
-            mandatory: true,
-            persistent: true,
-            contentType: 'application/json',
-            messageId: e.id,
-            type: e.type,
-            timestamp: Math.floor(new Date(e.created_at).getTime() / 1000),
-            headers: { agency_id: e.agency_id },
-            timeout: this.options.publishTimeoutMs,
-          }),
+          this.channel.wrapper.publish(
+            this.options.exchange,
+            e.type,
+            Buffer.from(JSON.stringify(toMessage(e))),
+            {
+              mandatory: true,
+              persistent: true,
+              contentType: 'application/json',
+              messageId: e.id,
+              type: e.type,
+              timestamp: Math.floor(new Date(e.created_at).getTime() / 1000),
+              headers: { agency_id: e.agency_id },
+              timeout: this.options.publishTimeoutMs,
+            },
+          ),
         ),
       );
       // RabbitMQ sends an unroutable message's basic.return before its confirm, so every return of

@@ -1,7 +1,6 @@
 import type { Server } from 'node:http';
 import { sql, type Kysely } from 'kysely';
-import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-connection-manager';
-import type { ConfirmChannel } from 'amqplib';
+import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
 import { createDb, type Database } from '@trips/db';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { eventsExchange, type RecorderConfig } from './config.ts';
@@ -17,9 +16,6 @@ export interface RecorderService {
   stop(): Promise<void>;
 }
 
-/** How long after RabbitMQ closed the publishing channel the connection is opened again. */
-const RECOVERY_DELAY_MS = 5_000;
-
 /** Opens the dependencies, starts the loops and the health server. */
 export async function startRecorderService(config: RecorderConfig, logger: Logger): Promise<RecorderService> {
   const db: Kysely<Database> = createDb(config.databaseUrl, { max: 4, applicationName: 'trips-recorder' });
@@ -33,51 +29,10 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
   connection.on('disconnect', ({ err }) =>
     logger.warn({ err: err?.message }, 'disconnected from RabbitMQ; reconnecting'),
   );
-  // amqp-connection-manager opens a channel and runs its setup again only on a new connection: a
-  // channel RabbitMQ closes while the connection lives (the exchange declared with another type, 406;
-  // or deleted, 404 on publish) would stay closed and every batch time out. This wrapper is the only
-  // channel on its connection, so the connection is opened again, after a pause that bounds the
-  // retries and their log lines while the cause lasts.
-  let stopping = false;
-  let open: ConfirmChannel | undefined; // the channel whose setup succeeded, until it closes
-  let recovery: NodeJS.Timeout | undefined;
-  const recoverLater = () => {
-    if (stopping || recovery) return;
-    recovery = setTimeout(() => {
-      recovery = undefined;
-      // A lost connection closes its channel too, and the manager reconnects by itself.
-      if (!stopping && !open && connection.isConnected()) connection.reconnect();
-    }, RECOVERY_DELAY_MS);
-  };
-  const channel: ChannelWrapper = connection.createChannel({
-    name: 'events-publisher',
-    confirm: true,
-    setup: async (ch: ConfirmChannel) => {
-      // Unheard, a channel's 'error' is thrown inside amqplib, which then closes the connection.
-      ch.on('error', (err: Error) =>
-        logger.warn({ err: err.message }, 'RabbitMQ closed the publishing channel'),
-      );
-      ch.once('close', () => {
-        if (open === ch) open = undefined;
-        recoverLater();
-      });
-      await ch.assertExchange(exchange, 'topic', { durable: true });
-      open = ch;
-    },
-  });
-  // Unheard, a failed setup is an uncaught exception that kills the process.
-  channel.on('error', (err: Error) => {
-    logger.error(
-      { err: err.message, retryInMs: RECOVERY_DELAY_MS },
-      'setting up the publishing channel failed; reconnecting to RabbitMQ',
-    );
-    recoverLater();
-  });
-
   const recorder = new Recorder(db, config, logger.child({ component: 'recorder' }));
   const publisher = new Publisher(
     db,
-    channel,
+    connection,
     { exchange, batchSize: config.batchSize, publishTimeoutMs: config.publishTimeoutMs },
     logger.child({ component: 'publisher' }),
   );
@@ -139,9 +94,7 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
       // (they use it). The health server goes last-but-pool so probes see a live process until then.
       await Promise.all([recordLoop.stop(), maintainLoop.stop()]);
       await publishLoop.stop();
-      stopping = true;
-      clearTimeout(recovery);
-      await channel.close();
+      await publisher.close();
       await connection.close();
       await new Promise((resolve) => health.close(resolve));
       await db.destroy();

@@ -58,9 +58,9 @@ test('an exchange of another type: the recorder logs the refusal, stays up, and 
     LOG_LEVEL: 'info',
   });
   service = running;
-  const refusals = () => running.output.split('setting up the publishing channel failed').length - 1;
+  const refusals = () => running.output.split('setting up the channel failed').length - 1;
 
-  // Refused, and refused again on a new connection after a pause.
+  // Refused, and refused again on a new channel after a pause.
   await waitFor(() => running.exitCode !== undefined || refusals() >= 2, {
     timeoutMs: 20_000,
     what: 'the declaration refused, and refused again after a pause',
@@ -70,7 +70,7 @@ test('an exchange of another type: the recorder logs the refusal, stays up, and 
     output: expect.any(String),
   });
   expect(running.output).toContain("PRECONDITION_FAILED - inequivalent arg 'type'");
-  expect(running.output).toContain('RabbitMQ closed the publishing channel');
+  expect(running.output).toContain('RabbitMQ closed the channel');
   expect(running.output).not.toContain('    at '); // a log line with the message, never a stack trace
 
   await hostWrite(t.db, `INSERT INTO agencies (id, name) VALUES ('agy_B', 'Broker errors')`);
