@@ -1,12 +1,12 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import amqplib from 'amqplib';
 import { EVENT_TYPE_NAMES } from '@trips/contracts';
 import { createApiKey, createWebhook, findWebhook, listOwnerEmails, setWebhookEnabled } from '@trips/db';
 import { queueNames, topology } from '@trips/dispatcher';
 import {
   amqpUrl,
+  onAmqpChannel,
   createActivity,
   createTestCa,
   createTestDatabase,
@@ -398,15 +398,9 @@ test('a compressed day: every change has its events, delivered and readable, thr
     replicas.map(async (r) => [r.name, await r.stop()] as [string, Exit | undefined]),
   );
   events = await loadEvents();
-  const parked = await (async () => {
-    const connection = await amqplib.connect(amqpUrl);
-    try {
-      const channel = await connection.createChannel();
-      return (await channel.checkQueue(topology(prefix, []).parkedQueue)).messageCount;
-    } finally {
-      await connection.close();
-    }
-  })();
+  const parked = await onAmqpChannel(
+    async (channel) => (await channel.checkQueue(topology(prefix, []).parkedQueue)).messageCount,
+  );
 
   // ---- The invariants ----
   const downAtEnd = (await downRow())!;

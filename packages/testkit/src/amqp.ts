@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import amqplib from 'amqplib';
+import amqplib, { type ConfirmChannel } from 'amqplib';
+import type { ServiceProcess } from './process.ts';
+import { waitFor } from './wait.ts';
 
 /** Tests read the broker from AMQP_URL (the machine's own RabbitMQ, or CI's). */
 export const amqpUrl = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -84,6 +86,28 @@ export async function collectMessages(exchange: string, pattern = '#'): Promise<
       await connection?.close().catch(() => {});
     },
   };
+}
+
+/** One operation on a connection of its own (a long-lived one would not outlast another file's broker restart). */
+export async function onAmqpChannel<T>(operation: (ch: ConfirmChannel) => Promise<T>): Promise<T> {
+  const connection = await amqplib.connect(amqpUrl);
+  try {
+    return await operation(await connection.createConfirmChannel());
+  } finally {
+    await connection.close().catch(() => {});
+  }
+}
+
+/**
+ * Waits until a service has logged `times` refused channel setups (RecoveringChannel's line, in
+ * @trips/runtime/amqp), or has exited; the caller then asserts it is still up.
+ */
+export async function waitForChannelRefusals(running: ServiceProcess, times: number): Promise<void> {
+  const refusals = () => running.output.split('setting up the channel failed').length - 1;
+  await waitFor(() => running.exitCode !== undefined || refusals() >= times, {
+    timeoutMs: 20_000,
+    what: 'the declaration refused, and refused again after a pause',
+  });
 }
 
 /** Deletes queues and exchanges a test made; missing ones are fine. */

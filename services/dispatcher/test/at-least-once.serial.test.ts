@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import amqplib from 'amqplib';
 import type { EventMessage } from '@trips/contracts';
 import {
   amqpUrl,
+  onAmqpChannel,
   createTestCa,
   createTestDatabase,
   deleteAmqpObjects,
@@ -80,9 +80,7 @@ function startDispatcher(): { child: ChildProcess; exited: Promise<number | null
 
 async function publishAll(agencyId: string, count: number) {
   const events = Array.from({ length: count }, () => makeEvent('trip.created'));
-  const connection = await amqplib.connect(amqpUrl);
-  try {
-    const channel = await connection.createConfirmChannel();
+  await onAmqpChannel(async (channel) => {
     await channel.assertExchange(`${prefix}trips.events`, 'topic', { durable: true });
     for (const event of events) {
       const message: EventMessage = { agency_id: agencyId, event };
@@ -92,9 +90,7 @@ async function publishAll(agencyId: string, count: number) {
       });
     }
     await channel.waitForConfirms();
-  } finally {
-    await connection.close();
-  }
+  });
   return events;
 }
 

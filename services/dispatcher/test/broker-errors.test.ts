@@ -1,14 +1,15 @@
 import { fileURLToPath } from 'node:url';
-import amqplib, { type ConfirmChannel } from 'amqplib';
 import {
   amqpUrl,
   createTestCa,
   createTestDatabase,
   deleteAmqpObjects,
+  onAmqpChannel,
   randomAmqpPrefix,
   startReceiver,
   startServiceProcess,
   waitFor,
+  waitForChannelRefusals,
   type ServiceProcess,
   type TestCa,
   type TestDatabase,
@@ -39,16 +40,6 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-/** One operation on a connection of its own (a long-lived one would not outlast another file's broker restart). */
-async function onChannel(operation: (ch: ConfirmChannel) => Promise<unknown>): Promise<void> {
-  const connection = await amqplib.connect(amqpUrl);
-  try {
-    await operation(await connection.createConfirmChannel());
-  } finally {
-    await connection.close().catch(() => {});
-  }
-}
-
 const delivered = (eventId: string) =>
   receiver.requests.some((r) => r.headers['service-event-id'] === eventId);
 
@@ -74,7 +65,7 @@ describe('a queue that exists with other arguments', () => {
     const names = topology(prefix, readConfig({}).policy.queueDelaysMs);
     // A plain classic queue where the dispatcher declares a quorum one that dead-letters: RabbitMQ
     // answers 406 PRECONDITION_FAILED "inequivalent arg" and closes the declaring channel.
-    await onChannel((ch) => ch.assertQueue(names.eventsQueue, { durable: true }));
+    await onAmqpChannel((ch) => ch.assertQueue(names.eventsQueue, { durable: true }));
 
     service = startServiceProcess(main, {
       DATABASE_URL: t.url,
@@ -90,13 +81,9 @@ describe('a queue that exists with other arguments', () => {
     // handed over could be taken by another test file in between.
     const healthPort = () => /"healthPort":(\d+),"msg":"health port open"/.exec(running.output)?.[1];
     const probe = async (path: string) => (await fetch(`http://127.0.0.1:${healthPort()}${path}`)).status;
-    const refusals = () => running.output.split('setting up the channel failed').length - 1;
 
     // Each consumer's setup is refused, and tried again on a new channel after a pause.
-    await waitFor(() => running.exitCode !== undefined || refusals() >= 4, {
-      timeoutMs: 20_000,
-      what: 'the declaration refused, and refused again after a pause',
-    });
+    await waitForChannelRefusals(running, 4);
     expect({ exitCode: running.exitCode, output: running.output }).toEqual({
       exitCode: undefined,
       output: expect.any(String),
@@ -113,7 +100,7 @@ describe('a queue that exists with other arguments', () => {
       ready: 503,
     });
 
-    await onChannel((ch) => ch.deleteQueue(names.eventsQueue));
+    await onAmqpChannel((ch) => ch.deleteQueue(names.eventsQueue));
     await waitFor(() => running.exitCode !== undefined || running.output.includes('dispatcher started'), {
       timeoutMs: 20_000,
       what: 'the dispatcher started once the queue was deleted',
@@ -124,7 +111,7 @@ describe('a queue that exists with other arguments', () => {
     const { agencyId } = await agencyWithOwners(t.db);
     await webhookFor(t.db, agencyId, receiver.url);
     const event = makeEvent('trip.created');
-    await onChannel(async (ch) => {
+    await onAmqpChannel(async (ch) => {
       const message = { agency_id: agencyId, event };
       ch.publish(names.eventsExchange, event.type, Buffer.from(JSON.stringify(message)), {
         persistent: true,
@@ -154,7 +141,7 @@ describe('a consumer that RabbitMQ cancels', () => {
     expect(await readyz()).toBe(200);
 
     const names = topology(d.prefix, readConfig({ WEBHOOK_RETRY_DELAYS: '1s,2s,3s' }).policy.queueDelaysMs);
-    await onChannel((ch) => ch.deleteQueue(names.eventsQueue));
+    await onAmqpChannel((ch) => ch.deleteQueue(names.eventsQueue));
 
     await waitFor(async () => (await readyz()) === 503, { what: '/readyz to say not ready' });
     expect(d.logs.text()).toContain('RabbitMQ cancelled the consumer');

@@ -1,13 +1,14 @@
 import { fileURLToPath } from 'node:url';
-import amqplib from 'amqplib';
 import {
   amqpUrl,
   collectMessages,
   createTestDatabase,
   deleteAmqpObjects,
+  onAmqpChannel,
   randomAmqpPrefix,
   startServiceProcess,
   waitFor,
+  waitForChannelRefusals,
   type ServiceProcess,
   type TestDatabase,
   type TestQueue,
@@ -35,19 +36,9 @@ afterAll(async () => {
   await t.drop();
 });
 
-/** One operation on a connection of its own (a long-lived one would not outlast another file's broker restart). */
-async function onChannel(operation: (ch: amqplib.Channel) => Promise<unknown>): Promise<void> {
-  const connection = await amqplib.connect(amqpUrl);
-  try {
-    await operation(await connection.createChannel());
-  } finally {
-    await connection.close().catch(() => {});
-  }
-}
-
 test('an exchange of another type: the recorder logs the refusal, stays up, and publishes once it is fixed', async () => {
   const exchange = `${prefix}trips.events`;
-  await onChannel((ch) => ch.assertExchange(exchange, 'fanout', { durable: true }));
+  await onAmqpChannel((ch) => ch.assertExchange(exchange, 'fanout', { durable: true }));
 
   const running = startServiceProcess(main, {
     DATABASE_URL: t.url,
@@ -58,13 +49,9 @@ test('an exchange of another type: the recorder logs the refusal, stays up, and 
     LOG_LEVEL: 'info',
   });
   service = running;
-  const refusals = () => running.output.split('setting up the channel failed').length - 1;
 
   // Refused, and refused again on a new channel after a pause.
-  await waitFor(() => running.exitCode !== undefined || refusals() >= 2, {
-    timeoutMs: 20_000,
-    what: 'the declaration refused, and refused again after a pause',
-  });
+  await waitForChannelRefusals(running, 2);
   expect({ exitCode: running.exitCode, output: running.output }).toEqual({
     exitCode: undefined,
     output: expect.any(String),
@@ -78,7 +65,7 @@ test('an exchange of another type: the recorder logs the refusal, stays up, and 
     t.db,
     `INSERT INTO trips (id, agency_id, title, num_days) VALUES ('trp_b1', 'agy_B', 'T', 3)`,
   );
-  await onChannel((ch) => ch.deleteExchange(exchange));
+  await onAmqpChannel((ch) => ch.deleteExchange(exchange));
   // Declares the topic exchange too, with a queue bound to it, so the recorder's publish is routed.
   queue = await collectMessages(exchange);
   await waitFor(
