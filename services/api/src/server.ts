@@ -22,6 +22,9 @@ export interface RunningApi {
   stop(): Promise<void>;
 }
 
+/** How long a starting replica waits for the rate-limit store before it listens without it. */
+const RATE_LIMIT_STORE_WAIT_MS = 2_000;
+
 export const MISSING_STATS_PRIVILEGE =
   "the database role cannot read other sessions' transaction start times, which list sync needs " +
   'so as never to skip a change committed late: grant it pg_read_all_stats (e.g. GRANT pg_monitor TO <role>; ' +
@@ -48,12 +51,19 @@ export async function startApi(config: ApiConfig, logger: Logger): Promise<Runni
   await listener.start();
   const keyUsage = new KeyUsageRecorder(db, logger);
   keyUsage.start();
-  const rateLimits = new LeasedTokenBuckets(
+  const sharedBuckets =
     config.rateLimit.store === 'postgres'
       ? new PostgresBuckets(db, config.rateLimit)
-      : new RedisBuckets(config.rateLimit.redisUrl, config.rateLimit),
-    config.rateLimit,
-  );
+      : new RedisBuckets(config.rateLimit.redisUrl, config.rateLimit);
+  // Before listening, or a new replica's first requests would find Redis still connecting and go
+  // through unlimited. A store that is down is not a reason to stay down with it (fail open).
+  if (!(await sharedBuckets.ready(RATE_LIMIT_STORE_WAIT_MS))) {
+    logger.warn(
+      { store: config.rateLimit.store, waitedMs: RATE_LIMIT_STORE_WAIT_MS },
+      'rate limit store unreachable at start: letting requests through until it answers',
+    );
+  }
+  const rateLimits = new LeasedTokenBuckets(sharedBuckets, config.rateLimit);
 
   const registry = createMetricsRegistry('api');
   addSyncHorizonMetric(registry, db, logger);

@@ -42,6 +42,10 @@ class MemoryBuckets implements SharedBuckets {
     return { granted, left: tokens - granted };
   }
 
+  async ready(): Promise<boolean> {
+    return true;
+  }
+
   async close(): Promise<void> {}
 }
 

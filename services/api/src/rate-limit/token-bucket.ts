@@ -52,6 +52,8 @@ export interface SharedLease {
  */
 export interface SharedBuckets {
   lease(keyId: string, want: number, giveBack: number): Promise<SharedLease>;
+  /** True once the store can answer a lease, false if it still cannot after `timeoutMs`. */
+  ready(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -120,6 +122,26 @@ export class RedisBuckets implements SharedBuckets {
     return { granted, left: Number(left) };
   }
 
+  /**
+   * Waits for the connection that the constructor opened. Without the offline queue a lease
+   * asked before it is up fails at once, and the request goes through unlimited (fail open):
+   * the API awaits this before it listens, so a new replica limits its first requests too.
+   * ioredis goes on reconnecting in the background whatever this answers.
+   */
+  ready(timeoutMs: number): Promise<boolean> {
+    if (this.redis.status === 'ready') return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const settle = (isReady: boolean) => {
+        clearTimeout(timer);
+        this.redis.off('ready', onReady);
+        resolve(isReady);
+      };
+      const onReady = () => settle(true);
+      const timer = setTimeout(() => settle(false), timeoutMs);
+      this.redis.once('ready', onReady);
+    });
+  }
+
   async close(): Promise<void> {
     this.redis.disconnect();
   }
@@ -163,6 +185,11 @@ export class PostgresBuckets implements SharedBuckets {
       row = await this.upsert(keyId, want, 0);
     }
     return row.allowed ? { granted: want, left: row.tokens } : { granted: 0, left: row.tokens };
+  }
+
+  /** The API's own pool, which answered before the store was made: nothing more to wait for. */
+  async ready(): Promise<boolean> {
+    return true;
   }
 
   async close(): Promise<void> {}
