@@ -14,4 +14,9 @@ export default {
   testTimeout: 30_000,
   // Two cores: one worker per core keeps Postgres and RabbitMQ responsive for the tests' own clocks.
   maxWorkers: 2,
+  // ESM jest loads every test file's module graph anew and keeps the old ones: a worker grew to
+  // about 800 MB over the suite, and then took 550-650 ms to exit, past jest's 500 ms grace, so
+  // every run ended with "a worker process has failed to exit gracefully" and no handle left
+  // open. A worker past this after a file is replaced by a fresh one.
+  workerIdleMemoryLimit: '400MB',
 };
