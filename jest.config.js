@@ -8,7 +8,8 @@ const swc = [
 export default {
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': swc },
-  testEnvironment: 'node',
+  // Node's, and a file that leaves a pool, connection, server or timer running fails.
+  testEnvironment: '<rootDir>/packages/testkit/src/leak-check-environment.ts',
   testMatch: ['<rootDir>/{packages,services}/*/test/**/*.test.ts', '<rootDir>/test/**/*.test.ts'],
   globalSetup: '<rootDir>/packages/testkit/src/global-setup.ts',
   testTimeout: 30_000,
