@@ -352,6 +352,10 @@ async function main() {
       verdict(atHalf.p99 <= TARGET_P99_MS) +
       `\nthe same target for the prepared bare, at half its own max (${bareOwnHalfPaced.rate} req/s): ` +
       `${fmt.ms(bareAtOwnHalf.p99)} ms, ${verdict(bareAtOwnHalf.p99 <= TARGET_P99_MS)}` +
+      `\nthe control, the prepared bare at ours' pace: ${fmt.ms(controlAtHalf.p99)} ms` +
+      (controlAtHalf.p99 > TARGET_P99_MS
+        ? `, over the target with none of our layers: this run's paced verdict is the machine's as much as ours`
+        : `, within the target: the machine allowed it in this run`) +
       `\nours/bare prepared ${fmt.ratio(of(ours).rps / of(barePrepared).rps)} (what our layers cost, ` +
       `with the same work in Postgres)` +
       `\nrate-limit store: postgres/redis req/s ${fmt.ratio(of(pgStore).rps / of(ours).rps)}, ` +
