@@ -1,5 +1,5 @@
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import { createRequire } from 'node:module';
+import type { Ajv2020, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import { MESSAGE_SCHEMAS, type DeliveryMessage, type EventMessage } from './messages.ts';
 import { SCHEMAS } from './schemas.ts';
 import type { Contact, ErrorBody, Event, EventList, List, Payment, Trip } from './types.ts';
@@ -46,24 +46,6 @@ export class ContractViolation extends Error {
 // `#/components/schemas/…` refs resolve here exactly as they do in openapi.json.
 const BUNDLE_ID = 'https://contracts.trips.invalid/schemas';
 
-// ajv-formats is CommonJS whose default export is the function itself under Node's ESM loader,
-// but a `.default` property under bundlers and jest; accept both.
-const addFormats = ((addFormatsModule as { default?: unknown }).default ?? addFormatsModule) as (
-  ajv: Ajv2020,
-) => Ajv2020;
-
-// One instance for the whole process: compiling is the expensive part and happens once per schema.
-// Strict, so a misspelt keyword or required name fails instead of silently allowing anything; but
-// not strictTypes, which would make every if/then branch repeat the type the main schema states.
-const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false });
-addFormats(ajv);
-ajv.addKeyword('components');
-ajv.addKeyword('messages');
-// The broker messages sit beside the public schemas (they embed the Event) but outside
-// `components`, so they never appear in openapi.json.
-ajv.addSchema({ $id: BUNDLE_ID, components: { schemas: SCHEMAS }, messages: MESSAGE_SCHEMAS });
-
-// Compiled eagerly, so a broken schema fails on import rather than on the first request using it.
 const PUBLIC_SCHEMAS = [
   'Trip',
   'Payment',
@@ -75,14 +57,42 @@ const PUBLIC_SCHEMAS = [
   'EventList',
   'Error',
 ] as const;
-const validators = Object.fromEntries([
-  ...PUBLIC_SCHEMAS.map((name) => [name, ajv.getSchema(`${BUNDLE_ID}#/components/schemas/${name}`)!]),
-  ...Object.keys(MESSAGE_SCHEMAS).map((name) => [name, ajv.getSchema(`${BUNDLE_ID}#/messages/${name}`)!]),
-]) as Record<SchemaName, ValidateFunction>;
+
+let compiled: Record<SchemaName, ValidateFunction> | undefined;
+
+/**
+ * Every schema, compiled on the first validation in the process, all at once, so a broken schema
+ * fails there (and in this package's tests) rather than on the request that first uses it.
+ *
+ * Not on import: most importers of this package (the API above all) only need its types and
+ * constants, and ajv with every validator compiled stayed on their heap for good, about 3 MB of
+ * the API's (docs/benchmarks.md). ajv itself is required here for the same reason.
+ */
+function validators(): Record<SchemaName, ValidateFunction> {
+  if (compiled) return compiled;
+  const require = createRequire(import.meta.url);
+  const Ajv = (require('ajv/dist/2020.js') as { Ajv2020: typeof Ajv2020 }).Ajv2020;
+  const addFormats = require('ajv-formats') as (ajv: Ajv2020) => Ajv2020;
+  // Strict, so a misspelt keyword or required name fails instead of silently allowing anything;
+  // but not strictTypes, which would make every if/then branch repeat the type the main schema
+  // states.
+  const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false });
+  addFormats(ajv);
+  ajv.addKeyword('components');
+  ajv.addKeyword('messages');
+  // The broker messages sit beside the public schemas (they embed the Event) but outside
+  // `components`, so they never appear in openapi.json.
+  ajv.addSchema({ $id: BUNDLE_ID, components: { schemas: SCHEMAS }, messages: MESSAGE_SCHEMAS });
+  compiled = Object.fromEntries([
+    ...PUBLIC_SCHEMAS.map((name) => [name, ajv.getSchema(`${BUNDLE_ID}#/components/schemas/${name}`)!]),
+    ...Object.keys(MESSAGE_SCHEMAS).map((name) => [name, ajv.getSchema(`${BUNDLE_ID}#/messages/${name}`)!]),
+  ]) as Record<SchemaName, ValidateFunction>;
+  return compiled;
+}
 
 /** Every way `value` breaks the schema; an empty array when it conforms. */
 export function validate(schema: SchemaName, value: unknown): ValidationError[] {
-  const check = validators[schema];
+  const check = validators()[schema];
   if (!check) throw new Error(`unknown schema '${String(schema)}'`);
   if (check(value)) return [];
   return (
