@@ -24,7 +24,7 @@ import {
   type WebhookAttemptRow,
   type WebhookRow,
 } from '@trips/db';
-import { topology } from '@trips/dispatcher';
+import { topology } from '@trips/dispatcher/topology';
 import { invalid, notFound, SettingsError } from './errors.ts';
 import { hashPassword } from './passwords.ts';
 import { publishDeliveries } from './publisher.ts';
