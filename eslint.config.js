@@ -41,6 +41,27 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
+    // In Node 24 an ES import of a value from node:http builds the module's whole namespace, whose
+    // WebSocket getters load undici (fetch's engine): 1.6 MB of the API's heap, kept for good by a
+    // process that uses neither, and a larger heap makes every mark-compact longer
+    // (docs/benchmarks.md).
+    // So the API and the packages it loads take node:http's values from
+    // process.getBuiltinModule('node:http'), which does not; `import type` is free.
+    files: ['services/api/src/**', 'packages/{contracts,db,runtime,settings}/src/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: ['node:http', 'http'].map((name) => ({
+            name,
+            allowTypeImports: true,
+            message: "Use process.getBuiltinModule('node:http'): an ES import loads undici.",
+          })),
+        },
+      ],
+    },
+  },
+  {
     // CLIs, scripts, benchmarks and tests talk to a terminal on purpose.
     files: ['packages/tripctl/**', 'scripts/**', 'test/**', '**/test/**', 'packages/testkit/**'],
     rules: { 'no-console': 'off' },

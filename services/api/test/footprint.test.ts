@@ -1,12 +1,20 @@
 // What the API process loads. Every module it loads stays on its heap for good, and a larger old
 // generation makes each mark-compact longer, a pause every request in flight waits out. So the API
-// loads neither a JSON Schema compiler (it only needs the contracts' types and constants) nor the
-// dispatcher's service code (the settings module needs only its queue names and its SSRF check):
-// the two took about 6 MB of the 24 MB the API's code held after start-up (docs/benchmarks.md).
+// loads neither a JSON Schema compiler (it only needs the contracts' types and constants), nor the
+// dispatcher's service code (the settings module needs only its queue names and its SSRF check),
+// nor undici, which an ES import of node:http brings (eslint.config.js): together 7.8 MB of the
+// 24.1 MB the API's code held after start-up (docs/benchmarks.md).
 import { execFileSync } from 'node:child_process';
 
-/** The URL of every module a fresh Node process resolves while it imports `entries`. */
-function modulesLoadedBy(...entries: string[]): string[] {
+interface Loaded {
+  /** The URL of every module resolved. */
+  modules: string[];
+  /** Node's own modules, as `process.moduleLoadList` names them. */
+  builtins: string[];
+}
+
+/** What a fresh Node process loads while it imports `entries`. */
+function loadedBy(...entries: string[]): Loaded {
   const urls = entries.map((entry) => new URL(entry, import.meta.url).href);
   // Synchronous resolve hooks see every import and require, the lazy ones included.
   const script = `
@@ -14,10 +22,10 @@ function modulesLoadedBy(...entries: string[]): string[] {
     const loaded = [];
     registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); loaded.push(r.url); return r; } });
     for (const url of ${JSON.stringify(urls)}) await import(url);
-    process.stdout.write(JSON.stringify(loaded));
+    process.stdout.write(JSON.stringify({ modules: loaded, builtins: process.moduleLoadList }));
   `;
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
-  return [...new Set(JSON.parse(out) as string[])];
+  return JSON.parse(out) as Loaded;
 }
 
 const packageOf = (url: string) =>
@@ -25,20 +33,21 @@ const packageOf = (url: string) =>
 const dispatcherFileOf = (url: string) => /\/services\/dispatcher\/src\/(.+)$/.exec(url)?.[1];
 
 const HEAVY_PACKAGES = ['ajv', 'ajv-formats', 'got', 'amqp-connection-manager'];
+const isUndici = (builtin: string) => builtin.includes('undici');
 
-test('the API loads no JSON Schema compiler and none of the dispatcher service', () => {
-  const loaded = modulesLoadedBy('../src/config.ts', '../src/server.ts');
-  expect(loaded.map(packageOf)).toEqual(expect.arrayContaining(['express', 'pg', 'kysely']));
-  expect([...new Set(loaded.map(packageOf))].filter((name) => name && HEAVY_PACKAGES.includes(name))).toEqual(
-    [],
-  );
-  expect(loaded.map(dispatcherFileOf).filter(Boolean).sort()).toEqual(['ssrf.ts', 'topology.ts']);
+test('the API loads no JSON Schema compiler, none of the dispatcher service and no undici', () => {
+  const { modules, builtins } = loadedBy('../src/config.ts', '../src/server.ts');
+  const packages = [...new Set(modules.map(packageOf))];
+  expect(packages).toEqual(expect.arrayContaining(['express', 'pg', 'kysely']));
+  expect(packages.filter((name) => name && HEAVY_PACKAGES.includes(name))).toEqual([]);
+  expect(modules.map(dispatcherFileOf).filter(Boolean).sort()).toEqual(['ssrf.ts', 'topology.ts']);
+  expect(builtins.filter(isUndici)).toEqual([]);
 });
 
-test('the check sees those packages where they are loaded', () => {
-  // The dispatcher's entry point loads its whole service, got included, and validating a message
-  // loads ajv: what the API would carry if it imported either.
-  const loaded = modulesLoadedBy('../../dispatcher/src/index.ts').map(packageOf);
-  expect(loaded).toContain('got');
-  expect(loaded).toContain('amqp-connection-manager');
+test('the check sees them where they are loaded', () => {
+  // The dispatcher's entry point loads its whole service: got, which imports node:http as an ES
+  // module, and amqp-connection-manager. What the API would carry if it imported it.
+  const { modules, builtins } = loadedBy('../../dispatcher/src/index.ts');
+  expect(modules.map(packageOf)).toEqual(expect.arrayContaining(['got', 'amqp-connection-manager']));
+  expect(builtins.some(isUndici)).toBe(true);
 });

@@ -1,10 +1,13 @@
-import { STATUS_CODES, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { ERROR_CODES } from '@trips/contracts';
 import type { Logger } from '@trips/runtime';
 import { ApiError, errorBody } from '../errors.ts';
 import { newRequestId } from './request-id.ts';
 import { JSON_CONTENT_TYPE } from './send-json.ts';
+
+// Not `import { STATUS_CODES } from 'node:http'`: see the rule in eslint.config.js.
+const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /**
  * A request Node cannot parse as HTTP (a malformed header line, headers over Node's size limit)
