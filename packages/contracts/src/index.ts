@@ -23,6 +23,7 @@ export { ERROR_CODES, ERROR_CODE_NAMES, type ErrorCode } from './errors.ts';
 export type * from './types.ts';
 export { SCHEMAS, type JsonSchema } from './schemas.ts';
 export {
+  compileValidators,
   validate,
   isValid,
   assertValid,

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { sql, type Kysely } from 'kysely';
 import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
-import type { DeliveryMessage } from '@trips/contracts';
+import { compileValidators, type DeliveryMessage } from '@trips/contracts';
 import { createDb, pruneWebhookAttempts, type Database } from '@trips/db';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
@@ -49,6 +49,8 @@ export async function startDispatcherService(
   logger: Logger,
   hooks: DispatcherHooks = {},
 ): Promise<DispatcherService> {
+  // Every message is validated (fan-out.ts, deliverer.ts): compile the schemas before the first.
+  compileValidators();
   const db: Kysely<Database> = createDb(config.databaseUrl, { max: 10, applicationName: 'trips-dispatcher' });
   const names = topology(config.amqpPrefix, config.policy.queueDelaysMs);
   const connection: AmqpConnectionManager = amqp.connect([config.amqpUrl], {
