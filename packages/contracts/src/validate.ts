@@ -61,12 +61,13 @@ const PUBLIC_SCHEMAS = [
 let compiled: Record<SchemaName, ValidateFunction> | undefined;
 
 /**
- * Every schema, compiled on the first validation in the process, all at once, so a broken schema
- * fails there (and in this package's tests) rather than on the request that first uses it.
+ * Every schema, compiled all at once on the first validation in the process (or at a service's
+ * start, by compileValidators), so a broken schema fails then, and in this package's tests, even
+ * if it is not the one being validated.
  *
  * Not on import: most importers of this package (the API above all) only need its types and
- * constants, and ajv with every validator compiled stayed on their heap for good, about 3 MB of
- * the API's (docs/benchmarks.md). ajv itself is required here for the same reason.
+ * constants, and ajv with every validator compiled stayed on their heap for good, 2.4 MB of the
+ * API's (docs/benchmarks.md). ajv itself is required here for the same reason.
  */
 function validators(): Record<SchemaName, ValidateFunction> {
   if (compiled) return compiled;
