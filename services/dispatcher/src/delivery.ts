@@ -9,6 +9,8 @@ import { createSsrfGuard, guardedGotOptions } from './ssrf.ts';
 export const USER_AGENT = 'TripService-Webhooks/1';
 /** The attempts log keeps this much of each answer. */
 const BODY_LIMIT = 1024;
+/** A body sent with its headers follows them within this; one that trickles must not hold a slot. */
+const BODY_GRACE_MS = 300;
 
 /**
  * Why an attempt did not succeed; stored in webhook_attempts.error and shown to owners. A non-2xx
@@ -53,8 +55,8 @@ export interface DeliveryRequest {
 
 /**
  * Makes one webhook attempt (spec 4.4, D7): a signed POST of the event record, https only, no
- * redirects followed, got's own retries off (ours go through the delay queues), the whole answer
- * within the timeout, never connecting to a non-public address unless allowed. It never throws:
+ * redirects followed, got's own retries off (ours go through the delay queues), the status line and
+ * headers within the timeout, never connecting to a non-public address unless allowed. It never throws:
  * every way an attempt can end is an AttemptResult.
  */
 export class Sender {
@@ -123,7 +125,7 @@ export class Sender {
         stream.once('response', resolve);
         stream.once('error', reject);
       });
-      const text = await readPrefix(stream, BODY_LIMIT);
+      const text = await readPrefix(stream, BODY_LIMIT, BODY_GRACE_MS);
       const status = response.statusCode;
       const error =
         status >= 200 && status < 300 ? null : status >= 300 && status < 400 ? 'redirect' : 'http_status';
@@ -141,13 +143,19 @@ export class Sender {
 }
 
 /**
- * Reads at most `limit` bytes of the answer and stops: a 2xx is a success whatever follows, and an
- * endpoint answering gigabytes must not fill our memory. A body cut off by the timeout keeps what
- * arrived.
+ * Reads at most `limit` bytes of the answer, for at most `graceMs`, and closes the stream: the
+ * status has decided the outcome, the body is only logged, and an endpoint answering slowly or
+ * endlessly must hold neither a concurrency slot nor our memory. got's timeout still runs, so the
+ * grace never outlasts it. A body cut off keeps what arrived.
  */
-async function readPrefix(stream: AsyncIterable<Buffer>, limit: number): Promise<string> {
+async function readPrefix(
+  stream: AsyncIterable<Buffer> & { destroy(): void },
+  limit: number,
+  graceMs: number,
+): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
+  const grace = setTimeout(() => stream.destroy(), graceMs);
   try {
     for await (const chunk of stream) {
       chunks.push(chunk);
@@ -155,7 +163,10 @@ async function readPrefix(stream: AsyncIterable<Buffer>, limit: number): Promise
       if (size >= limit) break;
     }
   } catch {
-    // The status line came; what the body did afterwards does not change the outcome.
+    // The status line came; a body cut off by the grace or the timeout, or broken, does not change
+    // the outcome.
+  } finally {
+    clearTimeout(grace);
   }
   return storableText(Buffer.concat(chunks), limit);
 }
