@@ -37,10 +37,24 @@ export class ChannelAcks {
     }
   }
 
-  /** Rejected at once: dead-lettered (parked), or returned to its queue when `requeue`. */
-  nack(message: ConsumeMessage, requeue: boolean): void {
+  /**
+   * Failed through a fault of its own, settled at once with basic.reject: returned to its queue when
+   * `requeue`, otherwise dead-lettered (parked). Either way it counts towards a quorum queue's
+   * delivery limit, on every version: since RabbitMQ 4.3 only a reject counts, a nack does not.
+   */
+  reject(message: ConsumeMessage, { requeue }: { requeue: boolean }): void {
     this.handling.delete(message.fields.deliveryTag);
-    this.settle(() => this.ch.nack(message, false, requeue), 1);
+    this.settle(() => this.ch.reject(message, requeue), 1);
+  }
+
+  /**
+   * Given back to its queue at once, through no fault of its own (a dependency away, a stop), with
+   * basic.nack: since RabbitMQ 4.3 that does not count towards the delivery limit (before, every
+   * return counted).
+   */
+  release(message: ConsumeMessage): void {
+    this.handling.delete(message.fields.deliveryTag);
+    this.settle(() => this.ch.nack(message, false, true), 1);
   }
 
   /** Sends the acks not yet sent (also called before the channel is closed on purpose). */

@@ -26,6 +26,13 @@ const MAX_PAUSE_MS = 30_000;
 
 export type Handler = (message: ConsumeMessage, publisher: Publisher) => Promise<Disposition>;
 
+/**
+ * How the Consumer settles a message: a handler's Disposition, or returned to its queue, either
+ * after a failure of its own ('retry', basic.reject: counts towards the delivery limit) or through no
+ * fault of its own ('release', basic.nack: does not count since RabbitMQ 4.3).
+ */
+type Outcome = Disposition | 'retry' | 'release';
+
 export interface ConsumerOptions {
   name: string;
   queue: string;
@@ -54,8 +61,11 @@ export interface ConsumerOptions {
  * growing pause: each return to the queue counts towards the queue's delivery limit, so returning
  * it would park every message in flight once an outage outlasted twenty pauses (about eight
  * minutes). Held messages fill the prefetch, so an outage takes no more from the queue. When the
- * dependencies are up, the failure is the message's own: it goes back to its queue after the pause,
- * and the delivery limit parks it if that keeps happening.
+ * dependencies are up, the failure is the message's own: it goes back to its queue after the pause
+ * with basic.reject, which counts towards the delivery limit on every RabbitMQ version (since 4.3 a
+ * basic.nack no longer does), and the delivery limit parks it if that keeps happening. A message
+ * given back through no fault of its own (the consumer stopping while it holds one) goes with
+ * basic.nack, which does not count since 4.3.
  */
 export class Consumer {
   private readonly options: ConsumerOptions;
@@ -139,13 +149,17 @@ export class Consumer {
           );
         }),
     };
-    const disposition = await this.settle(message, publisher);
-    if (disposition === 'ack') acks.ack(message);
-    else acks.nack(message, disposition === 'requeue'); // 'park': dead-lettered to the parked queue
+    const outcome = await this.settle(message, publisher);
+    if (outcome === 'ack') acks.ack(message);
+    else if (outcome === 'park')
+      acks.reject(message, { requeue: false }); // dead-lettered to the parked queue
+    else if (outcome === 'retry')
+      acks.reject(message, { requeue: true }); // its own failure: counts
+    else acks.release(message); // not its fault: does not count (RabbitMQ 4.3+)
   }
 
   /** Handles the message until it is done with, or to be returned to its queue (see the class). */
-  private async settle(message: ConsumeMessage, publisher: Publisher): Promise<Disposition | 'requeue'> {
+  private async settle(message: ConsumeMessage, publisher: Publisher): Promise<Outcome> {
     for (;;) {
       try {
         const disposition = await this.options.handle(message, publisher);
@@ -162,7 +176,8 @@ export class Consumer {
             : 'handling failed; message returned to its queue',
         );
         await this.pause(pauseMs);
-        if (!held || this.stopping) return 'requeue';
+        if (!held) return 'retry';
+        if (this.stopping) return 'release';
       }
     }
   }

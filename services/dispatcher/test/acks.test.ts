@@ -100,7 +100,7 @@ test('a message still being handled is never acked by a later one: it comes back
   // The oldest hangs (a slow endpoint); 3 is parked; the rest finish out of order.
   const [first, ...rest] = c.messages;
   for (const message of rest.reverse()) {
-    if (c.body(message) === '3') c.acks.nack(message, false);
+    if (c.body(message) === '3') c.acks.reject(message, { requeue: false });
     else c.acks.ack(message);
   }
   await new Promise((resolve) => setImmediate(resolve));
