@@ -24,6 +24,28 @@ export function parseContent(message: ConsumeMessage): unknown {
 /** The longest pause after a failed handling, before the message is tried again or returned. */
 const MAX_PAUSE_MS = 30_000;
 
+/**
+ * The longest a message is held while a dependency is away, counted from its delivery; then it is
+ * given back to its queue with basic.nack, delivered again at once (most likely to this consumer)
+ * and held again.
+ *
+ * Why a bound, and why 20 minutes: RabbitMQ's consumer_timeout (30 minutes by default, on 3.10 as
+ * on 4.x, checked once a minute) ends any delivery held longer. Up to 4.2 it closes the channel,
+ * which returns every message on it, each counted towards the delivery limit, and fails the acks of
+ * those being handled; from 4.3 it cancels the consumer, and a channel closed with messages on it
+ * (as this class does after a cancel) counts them. Giving a message back before then returns that
+ * one alone, and since 4.3 a nack does not count: a message is then held through an outage of any
+ * length (production runs 4.3+). Up to 4.2 every return counts, nack included, so a message is
+ * parked after about 20 × 20 minutes (almost seven hours) of outage rather than the ten hours of
+ * the broker's own timeouts; that is the price of never having a channel closed under the consumer.
+ * Twenty minutes leaves ten before the default timeout for the attempt in progress when the bound
+ * passes (WEBHOOK_TIMEOUT bounds it) and the broker's once-a-minute check. The broker's
+ * timeout is left alone rather than raised: in Kubernetes the broker is not ours to configure, and
+ * the per-queue x-consumer-timeout argument and policy arrived in RabbitMQ 3.12, after this
+ * machine's 3.10. Operators must not set consumer_timeout below 25 minutes (docs/operations.md).
+ */
+const HOLD_LIMIT_MS = 20 * 60_000;
+
 export type Handler = (message: ConsumeMessage, publisher: Publisher) => Promise<Disposition>;
 
 /**
@@ -48,6 +70,11 @@ export interface ConsumerOptions {
   dependenciesUp?: () => Promise<boolean>;
   /** The longest pause after a failed handling; default 30 s. */
   maxPauseMs?: number;
+  /**
+   * The longest a message is held while a dependency is away before it is given back to its
+   * queue; default 20 minutes, below RabbitMQ's consumer_timeout (see HOLD_LIMIT_MS).
+   */
+  holdLimitMs?: number;
 }
 
 /**
@@ -58,14 +85,16 @@ export interface ConsumerOptions {
  * issued and make RabbitMQ close it.)
  *
  * A handler that throws while a dependency is away keeps its message and tries again after a
- * growing pause: each return to the queue counts towards the queue's delivery limit, so returning
- * it would park every message in flight once an outage outlasted twenty pauses (about eight
- * minutes). Held messages fill the prefetch, so an outage takes no more from the queue. When the
+ * growing pause: up to RabbitMQ 4.2 each return to the queue counts towards the queue's delivery
+ * limit, so returning it after each failure would park every message in flight once an outage
+ * outlasted twenty pauses (about eight minutes). Held messages fill the prefetch, so an outage takes
+ * no more from the queue. A message held for `holdLimitMs` (20 minutes) is given back with
+ * basic.nack before RabbitMQ's consumer timeout takes it (see HOLD_LIMIT_MS). When the
  * dependencies are up, the failure is the message's own: it goes back to its queue after the pause
  * with basic.reject, which counts towards the delivery limit on every RabbitMQ version (since 4.3 a
  * basic.nack no longer does), and the delivery limit parks it if that keeps happening. A message
- * given back through no fault of its own (the consumer stopping while it holds one) goes with
- * basic.nack, which does not count since 4.3.
+ * given back through no fault of its own (held long enough, or the consumer stopping while it
+ * holds one) goes with basic.nack, which does not count since 4.3.
  */
 export class Consumer {
   private readonly options: ConsumerOptions;
@@ -160,6 +189,7 @@ export class Consumer {
 
   /** Handles the message until it is done with, or to be returned to its queue (see the class). */
   private async settle(message: ConsumeMessage, publisher: Publisher): Promise<Outcome> {
+    const giveBackAt = Date.now() + (this.options.holdLimitMs ?? HOLD_LIMIT_MS);
     for (;;) {
       try {
         const disposition = await this.options.handle(message, publisher);
@@ -168,16 +198,28 @@ export class Consumer {
       } catch (error) {
         this.failures++;
         const pauseMs = Math.min(this.maxPauseMs, 250 * 2 ** Math.min(this.failures, 10));
-        const held = !(await this.dependenciesUp());
+        const messageId = message.properties.messageId as unknown;
+        if (await this.dependenciesUp()) {
+          this.logger.error(
+            { err: error, messageId, pauseMs },
+            'handling failed; message returned to its queue',
+          );
+          await this.pause(pauseMs);
+          return 'retry';
+        }
         this.logger.error(
-          { err: error, messageId: message.properties.messageId, pauseMs },
-          held
-            ? 'handling failed while a dependency is away; message kept and tried again'
-            : 'handling failed; message returned to its queue',
+          { err: error, messageId, pauseMs },
+          'handling failed while a dependency is away; message kept and tried again',
         );
-        await this.pause(pauseMs);
-        if (!held) return 'retry';
+        await this.pause(Math.min(pauseMs, giveBackAt - Date.now()));
         if (this.stopping) return 'release';
+        if (Date.now() >= giveBackAt) {
+          this.logger.warn(
+            { messageId, holdLimitMs: this.options.holdLimitMs ?? HOLD_LIMIT_MS },
+            'message held its longest while a dependency is away; given back to its queue before the consumer timeout',
+          );
+          return 'release';
+        }
       }
     }
   }
@@ -192,6 +234,7 @@ export class Consumer {
 
   /** Waits, unless the consumer stops meanwhile. */
   private pause(ms: number): Promise<void> {
+    if (this.stopping || ms <= 0) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);

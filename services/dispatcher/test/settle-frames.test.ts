@@ -132,6 +132,25 @@ test('a parked message is dead-lettered with basic.reject without requeue', asyn
   expect(r.frames).toEqual(['basic.reject requeue=false']);
 });
 
+test('a message held through an outage is given back with basic.nack once held holdLimitMs, and comes back', async () => {
+  // Postgres is away until the message has been given back once.
+  const r = await start(
+    async () => {
+      if (r.frames.length === 0) throw new Error('Postgres is away');
+      return 'ack';
+    },
+    { dependenciesUp: async () => r.frames.length > 0, holdLimitMs: 1_000 },
+  );
+  await publishOne();
+  await waitFor(() => r.frames.length > 0, { timeoutMs: 5_000, what: 'the held message given back' });
+  const heldMs = Date.now() - r.firstAttempt()!;
+  expect(heldMs).toBeGreaterThanOrEqual(990);
+  expect(heldMs).toBeLessThan(2_000);
+  await waitFor(() => r.frames.includes('basic.ack'), { what: 'the message handled again and acked' });
+  expect(r.frames).toEqual(['basic.nack requeue=true', 'basic.ack']);
+  expect(await depth(parked)).toBe(0);
+});
+
 test('a consumer that stops while it holds a message gives it back with basic.nack', async () => {
   const r = await start(
     async () => {
