@@ -87,7 +87,7 @@ async function main() {
   const t = await createTestDatabase();
   onCleanup(() => t.drop());
   const prefix = randomAmqpPrefix();
-  // The default delays (WEBHOOK_RETRY_DELAYS and DISPATCHER_BUSY_DELAYS), as the dispatchers here run.
+  // The default retry delays (WEBHOOK_RETRY_DELAYS), as the dispatchers here run.
   const names = topology(prefix, readConfig({}).policy.queueDelaysMs);
   onCleanup(() =>
     deleteAmqpObjects({
@@ -350,8 +350,8 @@ async function main() {
   // ---- 2. Isolation: one of ten webhooks hanging ----
   if (PARTS.has('isolation')) {
     // Production defaults: DISPATCHER_PREFETCH 100, DISPATCHER_ENDPOINT_CONCURRENCY 10,
-    // WEBHOOK_TIMEOUT 10s, WEBHOOK_RETRY_DELAYS from 1m (deferred deliveries come back after this
-    // part is over, and are purged before the next).
+    // WEBHOOK_TIMEOUT 10s, WEBHOOK_RETRY_DELAYS from 1m (retries come back after this part is
+    // over, and are purged before the next).
     const iso = await startDispatcher('dispatcher-isolation', DEFAULTS_OVERRIDDEN);
     onCleanup(() => iso.stop());
     const hangPath = isoPaths.at(-1)!;
@@ -471,7 +471,7 @@ async function main() {
     await Promise.all(writes);
     const writeSeconds = (performance.now() - started) / 1000;
     const e2eCpu = cpuBetween(cpuBefore, sampleCpu(e2eGroups));
-    // Long enough for a delivery deferred at the very end to come back from the 1 m delay queue.
+    // Long enough for a delivery retried at the very end to come back from the 1 m delay queue.
     const arrived = new Map<string, number>();
     const recorded = new Map<string, number>();
     const deadline = Date.now() + 75_000;
@@ -515,12 +515,6 @@ async function main() {
     const toReceived = split((id) => arrived.get(id)! - attempted.get(id)!);
     const spread = (xs: number[]) => [50, 95, 99].map((p) => fmt.ms(percentile(xs, p))).join(' / ');
     serviceWarnings.push(...warnings(e2e.log()), ...warnings(recorder.log()));
-    // Deliveries put off by the per-endpoint cap (every slot taken and no turn expected within a
-    // second, see endpoints.ts) wait DISPATCHER_BUSY_DELAYS (1 s, then longer): they make the maximum.
-    const deferred = e2e
-      .log()
-      .split('\n')
-      .filter((line) => line.includes('"msg":"delivery deferred"')).length;
     await e2e.stop();
     await recorder.stop();
     const p99 = percentile(latencies, 99);
@@ -531,7 +525,7 @@ async function main() {
     ]);
     notes.push(
       `end to end: ${committed.size} trips measured, written in ${writeSeconds.toFixed(1)} s with ${E2E_WARMUP_SECONDS} s unmeasured first; ` +
-        `max ${fmt.ms(latencies.at(-1) ?? NaN)} ms; ${deferred} deliveries deferred by the endpoint cap; ` +
+        `max ${fmt.ms(latencies.at(-1) ?? NaN)} ms; ` +
         `${missing} never arrived (counted as infinitely late); ${writeFailures} failed writes`,
       `end to end, p50 / p95 / p99: commit → recorded ${spread(toRecorded)} ms, recorded → attempt started ${spread(toAttempted)} ms (published, consumed, its turn), attempt → received ${spread(toReceived)} ms`,
       `end to end: CPU while writing, µs per trip: ${Object.entries(e2eCpu)

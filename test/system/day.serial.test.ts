@@ -57,7 +57,6 @@ const MAX_MS = 5_000;
 const TIMEOUT_MS = 2_000;
 const FAILURE_WINDOW_MS = 45_000;
 const RETRY_DELAYS = '1s,2s';
-const BUSY_DELAYS = '1s,2s';
 /** The activity lasts this long; the faults and the endpoints' moods are placed within it. */
 const DAY_MS = 70_000;
 
@@ -112,7 +111,7 @@ afterAll(async () => {
   await Promise.all(endpoints.map((e) => e.receiver.close()));
   await smtp?.close();
   await deleteAmqpObjects({
-    queues: queueNames(topology(prefix, [1_000, 2_000])) /* RETRY_DELAYS and BUSY_DELAYS */,
+    queues: queueNames(topology(prefix, [1_000, 2_000])) /* RETRY_DELAYS */,
     exchanges: [`${prefix}trips.events`],
   }).catch((error) => console.error(error));
   await t?.drop();
@@ -261,7 +260,6 @@ test('a compressed day: every change has its events, delivered and readable, thr
       DISPATCHER_HEALTH_PORT: String(port),
       WEBHOOK_CA_FILE: ca.caFile,
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      DISPATCHER_BUSY_DELAYS: BUSY_DELAYS,
       DISPATCHER_STOP_TIMEOUT: '5s',
       SMTP_URL: smtp.url,
       SETTINGS_URL: 'https://trips.example/settings',

@@ -31,9 +31,9 @@ export interface DeliveryMessage {
   /** When this delivery first failed (ms since the epoch), null before any failure. */
   first_failed_at: number | null;
   /**
-   * How often this attempt was put off because its webhook was saturated (absent: never). Each
-   * time it waits longer (DISPATCHER_BUSY_DELAYS), so a slow endpoint's backlog backs off instead of
-   * circling. Reset by an attempt.
+   * Written by dispatchers before webhook lanes (a saturated webhook's deliveries then went round
+   * delay queues, each time longer); still accepted so such messages in flight are delivered, and
+   * never written now.
    */
   busy_deferrals?: number;
 }

@@ -12,6 +12,7 @@ export * from './repositories/outbox.ts';
 export * from './repositories/events.ts';
 export * from './repositories/groups.ts';
 export * from './repositories/webhooks.ts';
+export * from './repositories/held-deliveries.ts';
 export * from './repositories/read-queries.ts';
 export * from './repositories/audit.ts';
 export * from './repositories/sessions.ts';

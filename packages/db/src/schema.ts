@@ -137,6 +137,7 @@ export interface Database {
   owner_sessions: OwnerSessionsTable;
   sign_in_failures: SignInFailuresTable;
   platform_secrets: PlatformSecretsTable;
+  held_deliveries: HeldDeliveriesTable;
 }
 
 export type Agency = Selectable<AgenciesTable>;
@@ -243,6 +244,16 @@ export interface WebhookAttemptsTable {
 }
 
 export type OwnerNoticeKind = 'webhook_failing' | 'webhook_switched_off';
+
+/** A delivery waiting in its webhook's lane for room (migration 0015, repositories/held-deliveries.ts). */
+export interface HeldDeliveriesTable {
+  id: Generated<number>;
+  webhook_id: string;
+  /** The DeliveryMessage, as the dispatcher's queues carry it. */
+  delivery: unknown;
+  /** While in the future, one dispatcher is attempting it. */
+  claimed_until: Timestamp | null;
+}
 
 export interface OwnerNoticesTable {
   id: Generated<number>;

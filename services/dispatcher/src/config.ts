@@ -34,14 +34,12 @@ export function readConfig(source: Record<string, string | undefined> = process.
     retentionMs: env.duration('EVENT_RETENTION', '30d'),
     /** Events, and as many queued deliveries, in flight per dispatcher; bounds memory and sockets. */
     prefetch: env.int('DISPATCHER_PREFETCH', 100, { min: 1, max: 10_000 }),
-    /**
-     * A delivery that cannot wait its turn at a saturated webhook goes round a delay queue: the
-     * first of these, then each in turn, the last one repeating. Not an attempt: the endpoint is
-     * busy, not failing. The first is also the longest a delivery waits in line (endpoints.ts).
-     */
-    busyDelaysMs: env.durations('DISPATCHER_BUSY_DELAYS', '1s,5s,30s'),
-    /** Attempts in flight to one webhook from one dispatcher; more wait their turn, or are put off (endpoints.ts). */
+    /** Attempts in flight to one webhook from one dispatcher; more wait in the webhook's lane (lanes.ts). */
     endpointConcurrency: env.int('DISPATCHER_ENDPOINT_CONCURRENCY', 10, { min: 1, max: 1_000 }),
+    /** Attempts from the webhook lanes in flight per dispatcher, over every webhook; lanes take turns. */
+    laneMaxInFlight: env.int('DISPATCHER_LANE_MAX_IN_FLIGHT', 500, { min: 1, max: 100_000 }),
+    /** How often a dispatcher looks for lanes holding deliveries (other dispatchers' holds, expired claims). */
+    laneScanIntervalMs: env.duration('DISPATCHER_LANE_SCAN_INTERVAL', '1s'),
     /**
      * How long a webhook's circuit breaker stays open before one trial attempt: 30s, or a quarter
      * of WEBHOOK_FAILURE_WINDOW when that is shorter, so an endpoint that recovered is tried well
@@ -88,7 +86,7 @@ function readCa(file: string, env: EnvReader): string | undefined {
  * The delivery policy as data, derived from the settings in one place (architecture example 4).
  * Everything that decides when to retry, warn or switch off reads it from here.
  */
-function deliveryPolicy(c: { retryDelaysMs: number[]; failureWindowMs: number; busyDelaysMs: number[] }) {
+function deliveryPolicy(c: { retryDelaysMs: number[]; failureWindowMs: number; timeoutMs: number }) {
   return {
     retryDelaysMs: c.retryDelaysMs,
     failureWindowMs: c.failureWindowMs,
@@ -100,14 +98,14 @@ function deliveryPolicy(c: { retryDelaysMs: number[]; failureWindowMs: number; b
      * to half a second.
      */
     sweepIntervalMs: Math.min(60_000, Math.max(250, Math.round(c.failureWindowMs / 20))),
+    /** Every delay a retry can wait in a queue: one delay queue each (topology.ts). */
+    queueDelaysMs: [...new Set(c.retryDelaysMs)],
     /**
-     * How long a delivery that cannot be tried now waits, by reason, the n-th time it is put off
-     * (the last one repeating): behind an open breaker as long as a first retry (the endpoint is
-     * failing); behind a saturated one briefly at first, then longer (schedule.ts).
+     * How long a dispatcher's claim on held deliveries lasts (lanes.ts): the deliveries claimed at
+     * once start within one attempt's time and end within another, so twice the timeout and a
+     * margin. Only a dispatcher that died lets a claim run out; then another takes the delivery.
      */
-    deferDelaysMs: { circuit_open: [c.retryDelaysMs[0]!], endpoint_busy: c.busyDelaysMs },
-    /** Every delay a delivery can wait in a queue: one delay queue each (topology.ts). */
-    queueDelaysMs: [...new Set([...c.retryDelaysMs, ...c.busyDelaysMs])],
+    laneLeaseMs: 2 * c.timeoutMs + 10_000,
   };
 }
 

@@ -5,8 +5,8 @@ import type { Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
 import { parseContent, type Disposition, type Publisher } from './consumer.ts';
 import type { AttemptResult, Sender } from './delivery.ts';
-import type { DeferReason, Endpoints, Source } from './endpoints.ts';
-import { deferDelay, nextRetry } from './schedule.ts';
+import type { DeferReason, Endpoints } from './endpoints.ts';
+import { nextRetry } from './schedule.ts';
 import type { DeliveryStore } from './store.ts';
 import type { Topology } from './topology.ts';
 
@@ -14,6 +14,7 @@ export interface DelivererDeps {
   store: DeliveryStore;
   sender: Sender;
   endpoints: Endpoints;
+  lanes: LaneEntry;
   policy: DeliveryPolicy;
   topology: Topology;
   logger: Logger;
@@ -21,13 +22,30 @@ export interface DelivererDeps {
   onOutcome?: (outcome: Outcome, delivery: DeliveryMessage) => void;
 }
 
+/**
+ * Where a delivery comes from: a first attempt at fan-out or a retry from the deliveries queue,
+ * both made while their RabbitMQ message is held (inline), or a delivery claimed from its
+ * webhook's lane.
+ */
+export type Source = 'fan_out' | 'deliveries_queue' | 'lane';
+
+/** What the deliverer needs of the webhook lanes (lanes.ts). */
+export interface LaneEntry {
+  /** Whether this process knows the webhook's lane to hold deliveries: new ones then join it. */
+  hasWork(webhookId: string): boolean;
+  /** Puts the delivery in its webhook's lane; resolves once that is committed. */
+  hold(delivery: DeliveryMessage): Promise<void>;
+}
+
 /** Every way a delivery can end, one handler each (architecture example 5). */
 export type Outcome =
   | { kind: 'delivered'; result: AttemptResult }
   | { kind: 'retry_scheduled'; result: AttemptResult; delayMs: number }
   | { kind: 'gave_up'; result: AttemptResult }
-  | { kind: 'deferred'; reason: DeferReason; delayMs: number }
-  | { kind: 'queued'; reason: 'endpoint_busy' }
+  /** Put in its webhook's lane, to be attempted when the webhook has room. Not an attempt. */
+  | { kind: 'held'; reason: DeferReason | 'lane_waiting' }
+  /** Claimed from its lane but not attempted after all (the breaker opened): it stays in the lane. */
+  | { kind: 'deferred'; reason: DeferReason }
   | { kind: 'dropped'; reason: 'webhook_gone' | 'webhook_off' | 'unsubscribed' };
 
 export interface Deliverer {
@@ -38,16 +56,21 @@ export interface Deliverer {
     publisher: Publisher,
     source: Source,
   ): Promise<Outcome>;
-  /** Handles a message of the deliveries queue: a retry, a deferral come back, or a queued delivery. */
+  /** Handles a message of the deliveries queue: a retry whose delay has passed. */
   handle(message: ConsumeMessage, publisher: Publisher): Promise<Disposition>;
 }
 
 /**
  * One attempt of one delivery (spec 4.4, 6.2–6.4; D7). The webhook is read fresh for every attempt,
  * so a changed URL or secret applies to the next one and a switch-off drops what is still queued.
+ *
+ * A delivery is attempted at once when its webhook has room; otherwise it waits in the webhook's
+ * lane (lanes.ts) and the message that brought it is acked, so no queue shared by every agency
+ * waits on one webhook. A webhook whose lane holds deliveries gets new ones in the lane too, behind
+ * the others, so a steady stream cannot starve its backlog.
  */
 export function createDeliverer(deps: DelivererDeps): Deliverer {
-  const { store, sender, endpoints, policy, topology, logger } = deps;
+  const { store, sender, endpoints, lanes, policy, topology, logger } = deps;
 
   const publish = (publisher: Publisher, queue: string, delivery: DeliveryMessage) =>
     publisher.publish('', queue, Buffer.from(JSON.stringify(delivery)), {
@@ -91,8 +114,8 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     await record(delivery, result);
     const retry = nextRetry(policy, delivery.attempt, delivery.first_failed_at, result.at.getTime());
     if (!retry) return { kind: 'gave_up', result };
-    // Confirmed by RabbitMQ before the current copy is acked. The next attempt starts with no
-    // busy deferrals: they back off within one attempt.
+    // Confirmed by RabbitMQ before the current copy is acked (or released from its lane).
+    // busy_deferrals: written by dispatchers before lanes; it means nothing now.
     const { busy_deferrals: _, ...rest } = delivery;
     await publish(publisher, topology.retryQueue(retry.delayMs), {
       ...rest,
@@ -102,42 +125,28 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     return { kind: 'retry_scheduled', result, delayMs: retry.delayMs };
   };
 
-  const handleDeferred = async (
-    delivery: DeliveryMessage,
-    reason: DeferReason,
-    publisher: Publisher,
-  ): Promise<Outcome> => {
+  const handleHeld = async (delivery: DeliveryMessage, reason: DeferReason | 'lane_waiting') => {
     // Not an attempt: nothing was sent, so the attempt number and the window stay as they were.
-    const busyBefore = delivery.busy_deferrals ?? 0;
-    const delayMs = deferDelay(policy, reason, busyBefore);
-    await publish(
-      publisher,
-      topology.retryQueue(delayMs),
-      reason === 'endpoint_busy' ? { ...delivery, busy_deferrals: busyBefore + 1 } : delivery,
-    );
-    return { kind: 'deferred', reason, delayMs };
-  };
-
-  const handleQueued = async (delivery: DeliveryMessage, publisher: Publisher): Promise<Outcome> => {
-    await publish(publisher, topology.deliveriesQueue, delivery);
-    return { kind: 'queued', reason: 'endpoint_busy' };
+    await lanes.hold(delivery);
+    return { kind: 'held', reason } as const;
   };
 
   const attempt: Deliverer['attempt'] = async (delivery, target, publisher, source) => {
     let outcome = prepare(delivery, target);
+    if (!outcome && source !== 'lane' && lanes.hasWork(delivery.webhook_id)) {
+      outcome = await handleHeld(delivery, 'lane_waiting');
+    }
     if (!outcome) {
       const guarded = await endpoints.run(
         delivery.webhook_id,
         () => sender.send({ url: target!.url, event: delivery.event, secrets: target!.secrets }),
-        source,
+        source !== 'lane',
       );
       if ('deferred' in guarded) {
-        // No place in line at fan-out queues the delivery, so its event is not held by one busy
-        // webhook; none for a queued delivery means the webhook is slow: it goes round a delay queue.
         outcome =
-          guarded.deferred === 'endpoint_busy' && source === 'fan_out'
-            ? await handleQueued(delivery, publisher)
-            : await handleDeferred(delivery, guarded.deferred, publisher);
+          source === 'lane'
+            ? { kind: 'deferred', reason: guarded.deferred }
+            : await handleHeld(delivery, guarded.deferred);
       } else if (guarded.attempted.error === null) outcome = await handleSuccess(delivery, guarded.attempted);
       else outcome = await handleFailure(delivery, guarded.attempted, publisher);
     }
@@ -174,8 +183,10 @@ function log(logger: Logger, delivery: DeliveryMessage, outcome: Outcome): void 
     ...('reason' in outcome && { reason: outcome.reason }),
     ...('delayMs' in outcome && { retryInMs: outcome.delayMs }),
   };
-  // Delivered and queued are the normal course; the rest is what an operator looks for.
-  if (outcome.kind === 'delivered' || outcome.kind === 'queued') logger.debug(fields, outcome.kind);
+  // Delivered, held and deferred are the normal course (lanes.ts sums up held lanes per webhook);
+  // the rest is what an operator looks for.
+  if (outcome.kind === 'delivered' || outcome.kind === 'held' || outcome.kind === 'deferred')
+    logger.debug(fields, outcome.kind);
   else if (outcome.kind === 'gave_up') logger.warn(fields, 'delivery gave up: retry window passed');
   else logger.info(fields, `delivery ${outcome.kind.replace('_', ' ')}`);
 }

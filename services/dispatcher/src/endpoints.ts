@@ -2,10 +2,14 @@ import CircuitBreaker from 'opossum';
 import type { AttemptResult } from './delivery.ts';
 
 export interface EndpointProtection {
-  /** Attempts in flight to one webhook; more wait their turn while it is expected soon (Endpoint). */
+  /** Attempts in flight to one webhook from this process. */
   concurrency: number;
-  /** The longest a delivery waits in line for a slot: DISPATCHER_BUSY_DELAYS' first. */
-  maxWaitMs: number;
+  /**
+   * An endpoint whose attempts take longer than this on average is slow: a caller that holds a
+   * RabbitMQ message while it attempts (`inline`) is refused, so a slow webhook's attempts never
+   * hold the shared queues' messages, and its deliveries wait in its lane instead (lanes.ts).
+   */
+  inlineMaxMs: number;
   breaker: {
     /** The breaker opens when more than this share of recent attempts failed... */
     errorThresholdPercentage: number;
@@ -17,16 +21,8 @@ export interface EndpointProtection {
   };
 }
 
-/**
- * Where a delivery comes from: a first attempt made at fan-out, or a delivery taken from the
- * deliveries queue (a retry, or one a full line sent there). Each source may always have up to
- * `concurrency` deliveries waiting, so a steady stream of events cannot keep the queued deliveries
- * out of a busy webhook's line.
- */
-export type Source = 'fan_out' | 'deliveries_queue';
-
-/** Why a delivery was not attempted now. It takes the retry path; it is never dropped. */
-export type DeferReason = 'circuit_open' | 'endpoint_busy';
+/** Why a delivery was not attempted now. It waits in its webhook's lane; it is never dropped. */
+export type DeferReason = 'circuit_open' | 'endpoint_busy' | 'endpoint_slow';
 
 export type GuardedResult = { attempted: AttemptResult } | { deferred: DeferReason };
 
@@ -39,50 +35,31 @@ class AttemptFailed extends Error {
   }
 }
 
-interface Waiter {
-  source: Source;
-  /** performance.now() past which it leaves the line. */
-  deadline: number;
-  /** true: a slot is its; false: it waited maxWaitMs in vain. */
-  start: (started: boolean) => void;
-}
-
 /** Weight of the newest attempt in the running mean of attempt durations. */
 const DURATION_WEIGHT = 0.2;
 
 /**
  * Short-term protection of one webhook endpoint, per dispatcher process (architecture example 6):
- * a concurrency cap with a line measured in time, and a circuit breaker, so a dead endpoint stops
- * holding workers at all once it has failed enough. Both only defer deliveries; the durable
- * switch-off after WEBHOOK_FAILURE_WINDOW is a separate policy (switch-off.ts) that reads the
- * attempts, not this state.
- *
- * The line: with every slot taken, a delivery waits for one when its turn is expected within
- * maxWaitMs, which is how long going round the first busy delay queue would take anyway. Turns come
- * at one per (mean attempt duration / concurrency; none known before an attempt finished), or
- * slower if no slot has freed for longer than that: after its first second a hanging endpoint gets
- * no more waiters than the floor (`concurrency` per source), so its
- * waiters do not hold the events of other webhooks. A healthy endpoint that is merely saturated (a
- * burst) gets a long line, and the burst waits its turn instead of going round a delay queue. No
- * delivery waits longer than maxWaitMs, whatever the estimate said: then it is put off.
+ * a concurrency cap and a circuit breaker, so a dead endpoint stops taking attempts at all once it
+ * has failed enough. Neither makes anyone wait: an attempt starts now or is refused with a reason,
+ * and the caller puts the delivery in the webhook's lane (lanes.ts), which is served as this
+ * endpoint has room. The durable switch-off after WEBHOOK_FAILURE_WINDOW is a separate policy
+ * (switch-off.ts) that reads the attempts, not this state.
  */
 class Endpoint {
   private readonly breaker: CircuitBreaker<[() => Promise<AttemptResult>], AttemptResult>;
   private readonly concurrency: number;
-  private readonly maxWaitMs: number;
+  private readonly inlineMaxMs: number;
   private active = 0;
-  private readonly waiting: Waiter[] = [];
-  private readonly waitingFrom: Record<Source, number> = { fan_out: 0, deliveries_queue: 0 };
   /** Running mean of attempt durations, ms; unknown until one finished. */
   private meanDurationMs: number | undefined;
-  /** When a slot last freed or, if later, when the last free slot was taken. */
-  private lastTurnAt = 0;
-  private evictTimer: NodeJS.Timeout | undefined;
+  private readonly onRoom: () => void;
   lastUsed = Date.now();
 
-  constructor(protection: EndpointProtection) {
+  constructor(protection: EndpointProtection, onRoom: () => void) {
+    this.onRoom = onRoom;
     this.concurrency = protection.concurrency;
-    this.maxWaitMs = protection.maxWaitMs;
+    this.inlineMaxMs = protection.inlineMaxMs;
     this.breaker = new CircuitBreaker(
       async (send: () => Promise<AttemptResult>) => {
         const result = await send();
@@ -101,44 +78,50 @@ class Endpoint {
         enableSnapshots: false,
       },
     );
+    // A trial is due: the lane's next delivery is it.
+    this.breaker.on('halfOpen', onRoom);
   }
 
   get idle(): boolean {
-    return this.active === 0 && this.waiting.length === 0;
+    return this.active === 0;
   }
 
   get open(): boolean {
     return this.breaker.opened;
   }
 
-  async run(send: () => Promise<AttemptResult>, source: Source): Promise<GuardedResult> {
+  /** Half-open: the next attempt is the breaker's one trial. */
+  get trial(): boolean {
+    return this.breaker.halfOpen;
+  }
+
+  /** How many attempts could start now: free slots, none while open, one trial when half-open. */
+  get room(): number {
+    if (this.breaker.opened) return 0;
+    if (this.breaker.halfOpen) return this.breaker.pendingClose && this.active === 0 ? 1 : 0;
+    return this.concurrency - this.active;
+  }
+
+  async run(send: () => Promise<AttemptResult>, inline: boolean): Promise<GuardedResult> {
     this.lastUsed = Date.now();
     if (this.breaker.opened) return { deferred: 'circuit_open' };
-    if (this.active < this.concurrency) {
-      if (++this.active === this.concurrency) this.lastTurnAt = performance.now();
-    } else if (!this.mayWait(source) || !(await this.wait(source))) {
-      return { deferred: 'endpoint_busy' };
-    }
+    if (this.active >= this.concurrency) return { deferred: 'endpoint_busy' };
+    if (inline && this.meanDurationMs !== undefined && this.meanDurationMs > this.inlineMaxMs)
+      return { deferred: 'endpoint_slow' };
+    this.active++;
     const startedAt = performance.now();
-    let attempted = false;
     try {
       const result = await this.breaker.fire(send);
-      attempted = true;
+      this.observe(performance.now() - startedAt);
       return { attempted: result };
     } catch (error) {
-      // EOPENBREAKER: opened while this one waited, or a half-open trial is already out.
+      // EOPENBREAKER: a half-open trial is already out.
       if (!(error instanceof AttemptFailed)) return { deferred: 'circuit_open' };
-      attempted = true;
+      this.observe(performance.now() - startedAt);
       return { attempted: error.result };
     } finally {
-      this.lastTurnAt = performance.now();
-      if (attempted) this.observe(this.lastTurnAt - startedAt);
-      // Hand the slot straight to the next waiter, so `active` never dips and lets a newcomer jump the queue.
-      const next = this.waiting.shift();
-      if (next) {
-        this.waitingFrom[next.source]--;
-        next.start(true);
-      } else this.active--;
+      this.active--;
+      this.onRoom();
     }
   }
 
@@ -149,42 +132,7 @@ class Endpoint {
         : this.meanDurationMs + DURATION_WEIGHT * (durationMs - this.meanDurationMs);
   }
 
-  /** Whether a delivery finding every slot taken may wait for one (see the class comment). */
-  private mayWait(source: Source): boolean {
-    if (this.waitingFrom[source] < this.concurrency) return true;
-    // Before any attempt has finished (a new process, say), only the time since the slots filled
-    // tells: refusing all but the floor then put a restarted dispatcher's whole backlog off.
-    const turnEveryMs = Math.max(
-      (this.meanDurationMs ?? 0) / this.concurrency,
-      performance.now() - this.lastTurnAt,
-    );
-    return (this.waiting.length + 1) * turnEveryMs <= this.maxWaitMs;
-  }
-
-  /** Waits in line; false once maxWaitMs passed without a slot. */
-  private wait(source: Source): Promise<boolean> {
-    this.waitingFrom[source]++;
-    return new Promise((start) => {
-      this.waiting.push({ source, deadline: performance.now() + this.maxWaitMs, start });
-      this.evictTimer ??= setTimeout(this.evictOverdue, this.maxWaitMs).unref();
-    });
-  }
-
-  /** Sends away the waiters past their deadline; deadlines grow along the line, so from the front. */
-  private readonly evictOverdue = () => {
-    this.evictTimer = undefined;
-    const now = performance.now();
-    while (this.waiting.length > 0 && this.waiting[0]!.deadline <= now) {
-      const overdue = this.waiting.shift()!;
-      this.waitingFrom[overdue.source]--;
-      overdue.start(false);
-    }
-    if (this.waiting.length > 0)
-      this.evictTimer = setTimeout(this.evictOverdue, this.waiting[0]!.deadline - now).unref();
-  };
-
   shutdown(): void {
-    clearTimeout(this.evictTimer);
     this.breaker.shutdown();
   }
 }
@@ -194,6 +142,7 @@ export class Endpoints {
   private readonly protection: EndpointProtection;
   private readonly byWebhook = new Map<string, Endpoint>();
   private readonly sweeper: NodeJS.Timeout;
+  private roomListener: (webhookId: string) => void = () => {};
 
   constructor(protection: EndpointProtection, idleMs = 10 * 60_000) {
     this.protection = protection;
@@ -202,17 +151,37 @@ export class Endpoints {
     this.sweeper.unref();
   }
 
+  /** Told whenever a webhook may have room again: an attempt ended, or its breaker lets a trial through. */
+  onRoom(listener: (webhookId: string) => void): void {
+    this.roomListener = listener;
+  }
+
   /**
-   * Runs the attempt when the webhook has a free slot, or once one frees if it may wait for one
-   * (Endpoint); otherwise it is `endpoint_busy`.
+   * Attempts now if the webhook has room; otherwise answers why not. `inline`: the caller holds a
+   * RabbitMQ message meanwhile, so a slow endpoint refuses it (EndpointProtection.inlineMaxMs).
    */
-  run(webhookId: string, send: () => Promise<AttemptResult>, source: Source): Promise<GuardedResult> {
+  run(webhookId: string, send: () => Promise<AttemptResult>, inline: boolean): Promise<GuardedResult> {
     let endpoint = this.byWebhook.get(webhookId);
     if (!endpoint) {
-      endpoint = new Endpoint(this.protection);
+      endpoint = new Endpoint(this.protection, () => this.roomListener(webhookId));
       this.byWebhook.set(webhookId, endpoint);
     }
-    return endpoint.run(send, source);
+    return endpoint.run(send, inline);
+  }
+
+  /** How many attempts to the webhook could start now (EndpointProtection). */
+  room(webhookId: string): number {
+    return this.byWebhook.get(webhookId)?.room ?? this.protection.concurrency;
+  }
+
+  /** Whether the webhook's breaker is open (no attempt until its trial). */
+  isOpen(webhookId: string): boolean {
+    return this.byWebhook.get(webhookId)?.open ?? false;
+  }
+
+  /** Whether the webhook's next attempt is its breaker's trial. */
+  isTrial(webhookId: string): boolean {
+    return this.byWebhook.get(webhookId)?.trial ?? false;
   }
 
   /** How many breakers are open now (a metric). */

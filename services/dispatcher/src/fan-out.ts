@@ -8,14 +8,14 @@ import type { DeliveryStore } from './store.ts';
 /**
  * Stage one: a recorded event goes to every active webhook of its agency that subscribes to its
  * type (spec 6.2), each delivery on its own. The first attempts are made here, straight from the
- * event: a second trip through RabbitMQ per delivery (publish, confirm, consume, ack) cost more of
- * the machine than the attempt itself. A webhook with every slot taken and its waiting line full
- * does not hold the event up: its delivery goes to the deliveries queue (and one whose breaker is
- * open to a delay queue), so a slow or dead webhook holds at most twice its concurrency cap of
- * events (running and waiting) while the others flow (endpoints.ts).
+ * event, when the webhook has room: a second trip through RabbitMQ per delivery (publish, confirm,
+ * consume, ack) cost more of the machine than the attempt itself. A webhook without room (its
+ * slots taken, its breaker open, its attempts slow) or with a backlog gets the delivery in its lane
+ * (lanes.ts) instead, so the event is acked at once and the events queue, which every agency
+ * shares, drains at the pace of fan-out rather than of any one endpoint.
  *
- * The event is acked only once every first attempt is recorded and every delivery that still
- * needs one is confirmed by RabbitMQ: a crash in between attempts it again for every webhook, and
+ * The event is acked only once every first attempt is recorded, every retry confirmed by RabbitMQ
+ * and every held delivery committed: a crash in between attempts it again for every webhook, and
  * the receivers dedupe by event id (spec 6.5).
  */
 export function fanOutHandler(deps: { store: DeliveryStore; deliverer: Deliverer; logger: Logger }) {

@@ -1,5 +1,4 @@
 import type { DeliveryPolicy } from './config.ts';
-import type { DeferReason } from './endpoints.ts';
 
 export interface Retry {
   delayMs: number;
@@ -25,20 +24,4 @@ export function nextRetry(
   const delayMs = delays[Math.min(failedAttempts, delays.length) - 1]!;
   if (failedAt + delayMs > first + policy.failureWindowMs) return null;
   return { delayMs, firstFailedAt: first };
-}
-
-/**
- * How long a delivery put off for `reason` waits before it comes back, when it was put off
- * `earlier` times before for a busy endpoint: each busy deferral waits the next of
- * DISPATCHER_BUSY_DELAYS, so the backlog of a webhook that stays saturated backs off (1s, 5s, 30s,
- * 30s…) instead of going round a short delay queue again and again, work that would slow every
- * other webhook's deliveries.
- */
-export function deferDelay(
-  policy: Pick<DeliveryPolicy, 'deferDelaysMs'>,
-  reason: DeferReason,
-  earlier: number,
-): number {
-  const delays = policy.deferDelaysMs[reason];
-  return delays[Math.min(earlier, delays.length - 1)]!;
 }

@@ -11,6 +11,7 @@ import { createDeliverer, type Outcome } from './deliverer.ts';
 import { Sender } from './delivery.ts';
 import { Endpoints, type EndpointProtection } from './endpoints.ts';
 import { fanOutHandler } from './fan-out.ts';
+import { Lanes } from './lanes.ts';
 import { Mailer } from './mailer.ts';
 import { dispatcherMetrics } from './metrics.ts';
 import { DeliveryStore } from './store.ts';
@@ -30,8 +31,18 @@ export interface DispatcherHooks {
 }
 
 /**
+ * An endpoint slower than this on average is not attempted while a shared queue's message waits on
+ * the attempt: its deliveries go to its lane (endpoints.ts). A second: a healthy endpoint answers
+ * well within it, and a message held that long still leaves the prefetch to everyone else.
+ */
+const INLINE_MAX_MS = 1_000;
+
+/** Deliveries claimed from one lane at once, at most: the per-webhook cap's worth (lanes.ts). */
+const claimSize = (config: DispatcherConfig) => config.endpointConcurrency;
+
+/**
  * The circuit breaker of short-term endpoint protection (endpoints.ts). Policy as data, with why
- * in each comment; the cap, the longest wait and the cooldown come from the settings.
+ * in each comment; the cap and the cooldown come from the settings.
  */
 const BREAKER: Omit<EndpointProtection['breaker'], 'cooldownMs'> = {
   // Open on a clear majority of failures, and only after enough attempts that one event's own
@@ -42,6 +53,12 @@ const BREAKER: Omit<EndpointProtection['breaker'], 'cooldownMs'> = {
   // Then one trial per DISPATCHER_BREAKER_COOLDOWN (30s): a recovered endpoint is back quickly, a
   // dead one costs one attempt per cooldown per dispatcher instead of one per delivery.
 };
+
+/**
+ * A lane attempt's retry not confirmed by RabbitMQ within this fails its settling; the delivery
+ * stays claimed and is attempted again once the claim expires.
+ */
+const LANE_PUBLISH_TIMEOUT_MS = 10_000;
 
 /** Opens the dependencies, starts the consumers, loops and health server. */
 export async function startDispatcherService(
@@ -69,7 +86,7 @@ export async function startDispatcherService(
   });
   const endpoints = new Endpoints({
     concurrency: config.endpointConcurrency,
-    maxWaitMs: config.busyDelaysMs[0]!,
+    inlineMaxMs: INLINE_MAX_MS,
     breaker: { ...BREAKER, cooldownMs: config.breakerCooldownMs },
     ...hooks.protection,
   });
@@ -92,10 +109,23 @@ export async function startDispatcherService(
     logger.child({ component: 'mailer' }),
   );
 
+  const lanes = new Lanes(
+    { store, endpoints },
+    {
+      leaseMs: config.policy.laneLeaseMs,
+      scanIntervalMs: config.laneScanIntervalMs,
+      claimSize: claimSize(config),
+      maxInFlight: config.laneMaxInFlight,
+    },
+    logger.child({ component: 'lanes' }),
+  );
+  // Lane attempts hold no message: their retries go out on a confirm channel of their own.
+  const laneChannel = new RecoveringChannel(connection, { name: 'lanes', setup: async () => {} }, logger);
   const deliverer = createDeliverer({
     store,
     sender,
     endpoints,
+    lanes,
     policy: config.policy,
     topology: names,
     logger: logger.child({ component: 'deliverer' }),
@@ -104,8 +134,8 @@ export async function startDispatcherService(
       hooks.onOutcome?.(outcome, delivery);
     },
   });
-  // Both consumers attempt deliveries: fan-out the first attempt of each, the deliveries queue
-  // the retries and those a busy webhook could not take at once.
+  // Both consumers attempt deliveries when the webhook has room, and hold them in its lane when not:
+  // fan-out the first attempt of each, the deliveries queue the retries.
   const fanOut = new Consumer(
     connection,
     {
@@ -169,6 +199,15 @@ export async function startDispatcherService(
   });
   logger.info({ healthPort: portOf(health) }, 'health port open');
   await Promise.all([fanOut.ready(), deliveries.ready()]);
+  lanes.start(deliverer, {
+    publish: async (exchange, routingKey, content, options) => {
+      await laneChannel.wrapper.publish(exchange, routingKey, content, {
+        persistent: true,
+        ...options,
+        timeout: LANE_PUBLISH_TIMEOUT_MS,
+      });
+    },
+  });
   mailLoop.start();
   switchOffLoop.start();
   pruneLoop.start();
@@ -180,7 +219,8 @@ export async function startDispatcherService(
       // Consumers first: they stop taking messages and finish the attempts in flight, which still
       // need the channel (to ack, to queue retries) and the pool (to record attempts). The loops
       // next, each finishing its round; then the connections they all used.
-      await Promise.all([fanOut.stop(), deliveries.stop()]);
+      await Promise.all([fanOut.stop(), deliveries.stop(), lanes.stop()]);
+      await laneChannel.close();
       // The mailer before its loop: a send hanging on a silent mail server would hold the loop's
       // round past the stop deadline; closed, it ends now and gives its notice back at once.
       mailer.close();

@@ -1,12 +1,20 @@
 import type { Kysely } from 'kysely';
+import type { DeliveryMessage } from '@trips/contracts';
 import {
   activeDeliveryTargets,
+  claimHeldDeliveries,
+  dropHeldDeliveries,
   findDeliveryTarget,
   findDeliveryTargets,
+  holdDeliveries,
+  lanesWithHeldDeliveries,
   recordAttempt,
   recordAttempts,
+  releaseHeldDeliveries,
+  unclaimHeldDeliveries,
   type Database,
   type DeliveryTarget,
+  type HeldDelivery,
   type NewAttempt,
 } from '@trips/db';
 import { Batcher } from './batching.ts';
@@ -18,17 +26,31 @@ const MAX_BATCH = 500;
 const subscribedTo = (eventType: string, targets: DeliveryTarget[]) =>
   targets.filter((target) => target.event_types.includes(eventType));
 
+/** One statement for a batch of ids, or for one. */
+const idsBatcher = (run: (ids: number[]) => Promise<void>) =>
+  new Batcher<number, void>({
+    runBatch: async (ids) => (await run(ids), ids.map(() => undefined)),
+    runOne: (id) => run([id]),
+    maxBatch: MAX_BATCH,
+  });
+
 /**
  * The reads and writes deliveries make, batched across the deliveries in flight (batching.ts):
- * fan-out's subscribed webhooks, a queued delivery's target, and the attempts log. Same answers and
- * the same freshness as one query per delivery: nothing is cached.
+ * fan-out's subscribed webhooks, a retried delivery's target, the attempts log, and the webhook
+ * lanes (held deliveries). Same answers and the same freshness as one query per delivery: nothing
+ * is cached.
  */
 export class DeliveryStore {
+  private readonly db: Kysely<Database>;
   private readonly subscriptions: Batcher<{ agencyId: string; eventType: string }, DeliveryTarget[]>;
   private readonly targets: Batcher<string, DeliveryTarget | undefined>;
   private readonly attempts: Batcher<NewAttempt, void>;
+  private readonly holds: Batcher<DeliveryMessage, void>;
+  private readonly releases: Batcher<number, void>;
+  private readonly unclaims: Batcher<number, void>;
 
   constructor(db: Kysely<Database>) {
+    this.db = db;
     this.subscriptions = new Batcher({
       runBatch: async (keys) => {
         const byAgency = new Map<string, DeliveryTarget[]>();
@@ -60,6 +82,18 @@ export class DeliveryStore {
       runOne: (attempt) => recordAttempt(db, attempt),
       maxBatch: MAX_BATCH,
     });
+    const hold = (deliveries: DeliveryMessage[]) =>
+      holdDeliveries(
+        db,
+        deliveries.map((delivery) => ({ webhookId: delivery.webhook_id, delivery })),
+      );
+    this.holds = new Batcher({
+      runBatch: async (deliveries) => (await hold(deliveries), deliveries.map(() => undefined)),
+      runOne: (delivery) => hold([delivery]),
+      maxBatch: MAX_BATCH,
+    });
+    this.releases = idsBatcher((ids) => releaseHeldDeliveries(db, ids));
+    this.unclaims = idsBatcher((ids) => unclaimHeldDeliveries(db, ids));
   }
 
   /**
@@ -78,5 +112,35 @@ export class DeliveryStore {
   /** Resolves once the attempt is committed, with the webhook's streak moved (recordAttempt). */
   record(attempt: NewAttempt): Promise<void> {
     return this.attempts.call(attempt);
+  }
+
+  /** Resolves once the delivery is committed to its webhook's lane. */
+  hold(delivery: DeliveryMessage): Promise<void> {
+    return this.holds.call(delivery);
+  }
+
+  /** Claims the oldest free deliveries of a webhook's lane for `leaseMs`. */
+  claim(webhookId: string, limit: number, leaseMs: number): Promise<HeldDelivery[]> {
+    return claimHeldDeliveries(this.db, webhookId, limit, leaseMs);
+  }
+
+  /** A held delivery is done with: its attempt recorded and any retry confirmed. */
+  release(id: number): Promise<void> {
+    return this.releases.call(id);
+  }
+
+  /** A claimed delivery goes back to its lane unattempted. */
+  unclaim(id: number): Promise<void> {
+    return this.unclaims.call(id);
+  }
+
+  /** The webhooks whose lanes hold deliveries. */
+  lanes(): Promise<string[]> {
+    return lanesWithHeldDeliveries(this.db);
+  }
+
+  /** Empties a webhook's lane (it will never be attempted again); answers how many went. */
+  dropLane(webhookId: string): Promise<number> {
+    return dropHeldDeliveries(this.db, [webhookId]);
   }
 }

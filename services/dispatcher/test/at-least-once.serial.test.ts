@@ -40,7 +40,7 @@ afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
   await receiver.close();
   await deleteAmqpObjects({
-    // WEBHOOK_RETRY_DELAYS as set below and the default DISPATCHER_BUSY_DELAYS.
+    // WEBHOOK_RETRY_DELAYS as set below.
     queues: queueNames(topology(prefix, readConfig({ WEBHOOK_RETRY_DELAYS: '500ms' }).policy.queueDelaysMs)),
     exchanges: [`${prefix}trips.events`],
   });

@@ -1,6 +1,5 @@
 import { ConfigError } from '@trips/runtime';
 import { nextRetry, readConfig, signatureHeader } from '../src/index.ts';
-import { deferDelay } from '../src/schedule.ts';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -29,24 +28,11 @@ describe('the retry schedule (spec 6.3)', () => {
     ]);
   });
 
-  test('a delivery put off again and again for a busy endpoint backs off; behind an open breaker it waits a first retry', () => {
+  test('one delay queue for each retry delay, and held deliveries claimed for twice the timeout and a margin', () => {
     const { policy } = readConfig({});
-    expect([0, 1, 2, 3, 10].map((earlier) => deferDelay(policy, 'endpoint_busy', earlier))).toEqual([
-      1_000, 5_000, 30_000, 30_000, 30_000,
-    ]);
-    expect([0, 3].map((earlier) => deferDelay(policy, 'circuit_open', earlier))).toEqual([MINUTE, MINUTE]);
-    // One delay queue for each delay either can wait.
-    expect(policy.queueDelaysMs).toEqual([
-      MINUTE,
-      5 * MINUTE,
-      30 * MINUTE,
-      2 * HOUR,
-      6 * HOUR,
-      24 * HOUR,
-      1_000,
-      5_000,
-      30_000,
-    ]);
+    expect(policy.queueDelaysMs).toEqual([MINUTE, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 6 * HOUR, 24 * HOUR]);
+    expect(policy.laneLeaseMs).toBe(30_000);
+    expect(readConfig({ WEBHOOK_TIMEOUT: '2s' }).policy.laneLeaseMs).toBe(14_000);
   });
 
   test('the window is measured from the first failure the retry carries, not from the latest one', () => {

@@ -8,8 +8,8 @@ import {
 } from './support.ts';
 
 // Per-endpoint protection: a breaker that opens after 3 attempts mostly failing and tries again
-// after 1 s, at most 2 attempts in flight per endpoint, and deliveries put off for a busy one back
-// off from 300 ms to 600 ms. A long window, so nothing gives up.
+// after 1 s, and at most 2 attempts in flight per endpoint; what an endpoint cannot take at once
+// waits in its lane (lanes.ts). A long window, so nothing gives up.
 let ca: TestCa;
 let d: TestDispatcher;
 const receivers: TestReceiver[] = [];
@@ -22,7 +22,7 @@ beforeAll(async () => {
       WEBHOOK_RETRY_DELAYS: '1s',
       WEBHOOK_FAILURE_WINDOW: '1m',
       DISPATCHER_ENDPOINT_CONCURRENCY: '2',
-      DISPATCHER_BUSY_DELAYS: '300ms,600ms',
+      DISPATCHER_LANE_SCAN_INTERVAL: '200ms',
     },
     {
       protection: {
@@ -60,13 +60,18 @@ const succeededEventIds = async (webhookId: string) =>
     ).map((r) => r.event_id),
   );
 
+/** Deliveries still waiting in the webhook's lane. */
+const heldLeft = async (webhookId: string) =>
+  (await d.db.selectFrom('held_deliveries').select('id').where('webhook_id', '=', webhookId).execute())
+    .length;
+
 /** The attempt numbers logged for a webhook: all 1 when every event got through on its first. */
 const attemptNumbers = async (webhookId: string) =>
   (
     await d.db.selectFrom('webhook_attempts').select('attempt').where('webhook_id', '=', webhookId).execute()
   ).map((a) => a.attempt);
 
-test('an open breaker defers deliveries to the retry path; none is dropped, all arrive once the endpoint recovers', async () => {
+test('an open breaker holds deliveries in the lane; none is dropped, all arrive once the endpoint recovers', async () => {
   const { agencyId } = await agencyWithOwners(d.db);
   const r = await receiver();
   r.answer = () => ({ status: 503 });
@@ -76,9 +81,8 @@ test('an open breaker defers deliveries to the retry path; none is dropped, all 
 
   const mine = () => d.outcomes.filter((o) => o.webhookId === webhook.id);
   await waitFor(
-    () =>
-      mine().filter((o) => o.outcome.kind === 'deferred' && o.outcome.reason === 'circuit_open').length >= 10,
-    { what: 'deliveries short-circuited by the open breaker' },
+    () => mine().filter((o) => o.outcome.kind === 'held' && o.outcome.reason === 'lane_waiting').length >= 10,
+    { what: 'deliveries held behind the open breaker' },
   );
   // The breaker spared the endpoint most of those: far fewer requests than deliveries so far.
   expect(r.requests.length).toBeLessThan(mine().length);
@@ -89,7 +93,7 @@ test('an open breaker defers deliveries to the retry path; none is dropped, all 
     what: 'every event delivered after recovery',
   });
   expect(mine().some((o) => o.outcome.kind === 'dropped' || o.outcome.kind === 'gave_up')).toBe(false);
-  // Deferring is not an attempt: only attempts that were made are in the log.
+  // Holding is not an attempt: only attempts that were made are in the log.
   const logged = await d.db
     .selectFrom('webhook_attempts')
     .select((eb) => eb.fn.countAll<string>().as('n'))
@@ -119,40 +123,37 @@ test('at most the cap of attempts is in flight to one endpoint; the excess is de
   });
   expect(maxInFlight).toBe(2);
   const mine = d.outcomes.filter((o) => o.webhookId === webhook.id);
-  // Fan-out made 2 first attempts with 2 more waiting and queued the rest of the burst rather than
-  // hold their events; from the deliveries queue, the excess went round the retry path.
-  expect(mine.filter((o) => o.outcome.kind === 'queued').length).toBeGreaterThanOrEqual(events.length - 4);
-  expect(
-    mine.filter((o) => o.outcome.kind === 'deferred' && o.outcome.reason === 'endpoint_busy').length,
-  ).toBeGreaterThan(0);
-  // Neither queuing nor deferring is an attempt: every event got through on its first.
+  // Fan-out made 2 first attempts and held the rest of the burst in the lane rather than hold their
+  // events; the lane sent them as slots freed.
+  expect(mine.filter((o) => o.outcome.kind === 'held').length).toBeGreaterThanOrEqual(events.length - 2);
+  // Holding is not an attempt: every event got through on its first.
   expect(await attemptNumbers(webhook.id)).toEqual(events.map(() => 1));
+  expect(await heldLeft(webhook.id)).toBe(0);
 });
 
-test('deliveries put off again and again by a slow endpoint back off, and all arrive on their first attempt', async () => {
+test('a slow endpoint is not attempted while a message waits on it: its deliveries wait in its lane and go out on their first attempt', async () => {
   const { agencyId } = await agencyWithOwners(d.db);
   const r = await receiver();
   r.answer = () => ({ status: 200, delayMs: 1_500 }); // slow, within the 2 s WEBHOOK_TIMEOUT
   const webhook = await webhookFor(d.db, agencyId, r.url, ['trip.updated']);
-  const events = Array.from({ length: 10 }, () => makeEvent('trip.updated'));
-  for (const event of events) await d.publish(agencyId, event);
-
-  const deferredDelays = (eventId: string) =>
-    d.outcomes
-      .filter((o) => o.webhookId === webhook.id && o.eventId === eventId)
-      .flatMap((o) => (o.outcome.kind === 'deferred' ? [o.outcome.delayMs] : []));
-  await waitFor(() => events.some((e) => deferredDelays(e.id).length >= 3), {
-    what: 'a delivery put off three times',
+  const first = [makeEvent('trip.updated'), makeEvent('trip.updated')];
+  for (const event of first) await d.publish(agencyId, event);
+  await waitFor(async () => (await succeededEventIds(webhook.id)).size === first.length, {
+    what: 'the first two, attempted at fan-out, delivered',
   });
-  r.answer = () => ({ status: 200 });
-  await waitFor(async () => (await succeededEventIds(webhook.id)).size === events.length, {
+
+  // Known slow now: new events are acked at once, their deliveries held for the lane.
+  const events = Array.from({ length: 6 }, () => makeEvent('trip.updated'));
+  for (const event of events) await d.publish(agencyId, event);
+  await waitFor(async () => (await succeededEventIds(webhook.id)).size === first.length + events.length, {
     timeoutMs: 20_000,
     what: 'every event delivered',
   });
-  // Each delivery's deferrals wait 300 ms, then 600 ms from then on; a fixed delay would repeat 300.
-  for (const event of events) {
-    const delays = deferredDelays(event.id);
-    expect(delays).toEqual(delays.map((_, i) => (i === 0 ? 300 : 600)));
-  }
-  expect(await attemptNumbers(webhook.id)).toEqual(events.map(() => 1));
+  const heldFor = (eventId: string) =>
+    d.outcomes.find((o) => o.eventId === eventId && o.outcome.kind === 'held')?.outcome;
+  for (const event of events) expect(heldFor(event.id)).toMatchObject({ kind: 'held' });
+  expect(d.outcomes.some((o) => o.webhookId === webhook.id && o.outcome.kind === 'retry_scheduled')).toBe(
+    false,
+  );
+  expect(await attemptNumbers(webhook.id)).toEqual([...first, ...events].map(() => 1));
 });

@@ -1,0 +1,111 @@
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../schema.ts';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/**
+ * Webhook lanes (migration 0015): deliveries waiting for their webhook to have room. A row is
+ * claimed under a lease while a dispatcher attempts it, and deleted once the attempt is recorded
+ * and any retry is confirmed by RabbitMQ; a dispatcher that dies leaves its claims to expire, so
+ * nothing held is lost.
+ */
+
+export interface HeldDelivery {
+  id: number;
+  /** The DeliveryMessage as it was held. */
+  delivery: unknown;
+}
+
+/** Puts deliveries in their webhooks' lanes, in one statement (the dispatcher batches them). */
+export async function holdDeliveries(
+  db: Db,
+  rows: readonly { webhookId: string; delivery: unknown }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await db.executeQuery(
+    CompiledQuery.raw(HOLD, [rows.map((r) => r.webhookId), rows.map((r) => JSON.stringify(r.delivery))]),
+  );
+}
+
+const HOLD = `/* prepared: hold_deliveries */
+    INSERT INTO held_deliveries (webhook_id, delivery)
+    SELECT webhook_id, delivery::jsonb FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS h(webhook_id, delivery, ord)
+     ORDER BY ord`;
+
+/**
+ * Claims up to `limit` of a webhook's free held deliveries, oldest first, for `leaseMs`. SKIP
+ * LOCKED: two dispatchers claiming from one lane at once take different rows instead of waiting.
+ */
+export async function claimHeldDeliveries(
+  db: Db,
+  webhookId: string,
+  limit: number,
+  leaseMs: number,
+): Promise<HeldDelivery[]> {
+  const result = await db.executeQuery<{ id: string; delivery: unknown }>(
+    CompiledQuery.raw(CLAIM, [webhookId, limit, leaseMs / 1000]),
+  );
+  return result.rows.map((r) => ({ id: Number(r.id), delivery: r.delivery }));
+}
+
+const CLAIM = `/* prepared: claim_held_deliveries */
+    UPDATE held_deliveries h SET claimed_until = now() + make_interval(secs => $3::float8)
+      FROM (SELECT id FROM held_deliveries
+             WHERE webhook_id = $1::text AND (claimed_until IS NULL OR claimed_until < now())
+             ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED) c
+     WHERE h.id = c.id
+    RETURNING h.id, h.delivery`;
+
+/** Deletes held deliveries whose attempt is done with (recorded, and any retry confirmed). */
+export async function releaseHeldDeliveries(db: Db, ids: readonly number[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.executeQuery(CompiledQuery.raw(RELEASE, [ids]));
+}
+
+const RELEASE = `/* prepared: release_held_deliveries */
+    DELETE FROM held_deliveries WHERE id = ANY($1::bigint[])`;
+
+/** Gives claimed deliveries back to their lanes unattempted (the endpoint could not take them). */
+export async function unclaimHeldDeliveries(db: Db, ids: readonly number[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.executeQuery(CompiledQuery.raw(UNCLAIM, [ids]));
+}
+
+const UNCLAIM = `/* prepared: unclaim_held_deliveries */
+    UPDATE held_deliveries SET claimed_until = NULL WHERE id = ANY($1::bigint[])`;
+
+/**
+ * The webhooks with held deliveries. A loose index scan: one index probe per lane, however many
+ * deliveries each holds, so a dead endpoint's large backlog does not make the scan expensive.
+ */
+export async function lanesWithHeldDeliveries(db: Db): Promise<string[]> {
+  const result = await db.executeQuery<{ webhook_id: string }>(CompiledQuery.raw(LANES, []));
+  return result.rows.map((r) => r.webhook_id);
+}
+
+const LANES = `/* prepared: held_delivery_lanes */
+    WITH RECURSIVE lanes AS (
+      (SELECT webhook_id FROM held_deliveries ORDER BY webhook_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT h.webhook_id FROM held_deliveries h WHERE h.webhook_id > l.webhook_id
+               ORDER BY h.webhook_id LIMIT 1)
+        FROM lanes l WHERE l.webhook_id IS NOT NULL
+    )
+    SELECT webhook_id FROM lanes WHERE webhook_id IS NOT NULL`;
+
+/** Empties the lanes of webhooks that will never be attempted again (switched off, disabled). */
+export async function dropHeldDeliveries(db: Db, webhookIds: readonly string[]): Promise<number> {
+  if (webhookIds.length === 0) return 0;
+  const result = await db.executeQuery(
+    CompiledQuery.raw(`DELETE FROM held_deliveries WHERE webhook_id = ANY($1::text[])`, [webhookIds]),
+  );
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/** How many deliveries are held, in all lanes (a metric). */
+export async function countHeldDeliveries(db: Db): Promise<number> {
+  const result = await db.executeQuery<{ n: string }>(
+    CompiledQuery.raw(`SELECT count(*) AS n FROM held_deliveries`, []),
+  );
+  return Number(result.rows[0]!.n);
+}

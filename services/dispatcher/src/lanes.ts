@@ -1,0 +1,221 @@
+import { isValid, type DeliveryMessage } from '@trips/contracts';
+import type { HeldDelivery } from '@trips/db';
+import { atMostEvery, Loop, type Logger } from '@trips/runtime';
+import type { Publisher } from './consumer.ts';
+import type { Deliverer, LaneEntry } from './deliverer.ts';
+import type { Endpoints } from './endpoints.ts';
+import type { DeliveryStore } from './store.ts';
+
+export interface LaneOptions {
+  /** A claim lasts this long; a dispatcher that dies leaves its claims to expire, then another takes them. */
+  leaseMs: number;
+  /** How often the lanes holding deliveries are looked up: other dispatchers' holds, expired claims. */
+  scanIntervalMs: number;
+  /** Deliveries claimed from one lane at a time, at most. */
+  claimSize: number;
+  /** Lane attempts in flight in this process, over every webhook; lanes take turns for them. */
+  maxInFlight: number;
+}
+
+/** This process's view of one webhook's lane. */
+interface Lane {
+  /** Claimed deliveries not yet started. */
+  claimed: HeldDelivery[];
+  claiming: boolean;
+  inFlight: number;
+  /** Bumped by every hold: a claim that found the lane empty forgets it only if none came since. */
+  holds: number;
+  /** Logs that the lane waits on an open breaker, at most once a minute. */
+  waitingNoticeDue: () => boolean;
+}
+
+/**
+ * The webhook lanes: deliveries that could not be attempted when they came (their webhook had no
+ * room, or a backlog already) wait in Postgres, one lane per webhook (repositories/held-deliveries.ts),
+ * and are served here as each webhook has room. Messages of the shared queues are therefore acked
+ * at the pace of fan-out, not of the slowest endpoint, and each webhook drains its own backlog at
+ * its own pace, up to DISPATCHER_ENDPOINT_CONCURRENCY attempts at once.
+ *
+ * A lane is served when one of its attempts ends, when its breaker lets a trial through, when a
+ * delivery is held in it, and on every scan. Behind an open breaker nothing happens at all: no
+ * claim, no message, no log line but one a minute; the lane's deliveries wait for the endpoint to
+ * answer again, or for the switch-off to drop them. When the process has maxInFlight lane attempts
+ * out, the lanes waiting for one take turns (round robin), so many busy webhooks share it fairly.
+ */
+export class Lanes implements LaneEntry {
+  private readonly store: DeliveryStore;
+  private readonly endpoints: Endpoints;
+  private readonly options: LaneOptions;
+  private readonly logger: Logger;
+  private readonly lanes = new Map<string, Lane>();
+  /** Lanes with deliveries to start when the process has room, in turn order. */
+  private readonly turns = new Set<string>();
+  private readonly running = new Set<Promise<void>>();
+  private inFlight = 0;
+  private deliverer: Deliverer | undefined;
+  private publisher: Publisher | undefined;
+  private readonly scan: Loop;
+  private stopping = false;
+  private readonly failureLogDue = atMostEvery(10_000);
+
+  constructor(deps: { store: DeliveryStore; endpoints: Endpoints }, options: LaneOptions, logger: Logger) {
+    this.store = deps.store;
+    this.endpoints = deps.endpoints;
+    this.options = options;
+    this.logger = logger;
+    this.scan = new Loop(
+      'lanes',
+      async () => {
+        for (const webhookId of await this.store.lanes()) this.known(webhookId);
+        return 0; // on its interval, never back to back
+      },
+      options.scanIntervalMs,
+      logger,
+    );
+    this.endpoints.onRoom((webhookId) => this.serve(webhookId));
+  }
+
+  /** Starts serving the lanes, attempting through `deliverer` and publishing retries with `publisher`. */
+  start(deliverer: Deliverer, publisher: Publisher): void {
+    this.deliverer = deliverer;
+    this.publisher = publisher;
+    this.scan.start();
+  }
+
+  hasWork(webhookId: string): boolean {
+    return this.lanes.has(webhookId);
+  }
+
+  async hold(delivery: DeliveryMessage): Promise<void> {
+    await this.store.hold(delivery);
+    this.known(delivery.webhook_id);
+  }
+
+  /** The webhook's lane holds deliveries: remember it and serve it. */
+  private known(webhookId: string): void {
+    let lane = this.lanes.get(webhookId);
+    if (!lane) {
+      lane = { claimed: [], claiming: false, inFlight: 0, holds: 0, waitingNoticeDue: atMostEvery(60_000) };
+      this.lanes.set(webhookId, lane);
+    }
+    lane.holds++;
+    this.serve(webhookId);
+  }
+
+  /** Starts what the webhook and the process have room for, claiming more when needed. */
+  private serve(webhookId: string): void {
+    const lane = this.lanes.get(webhookId);
+    if (!lane || this.stopping || !this.deliverer) return;
+    let room = this.endpoints.room(webhookId);
+    if (this.endpoints.isOpen(webhookId)) {
+      // Claims would only expire meanwhile: what this process claimed goes back to the lane.
+      for (const held of lane.claimed.splice(0)) void this.store.unclaim(held.id).catch(() => {});
+      if (lane.inFlight === 0 && lane.waitingNoticeDue())
+        this.logger.info({ webhookId }, 'deliveries held: the endpoint is failing (breaker open)');
+      return;
+    }
+    while (room > 0 && lane.claimed.length > 0) {
+      if (this.inFlight >= this.options.maxInFlight) return void this.turns.add(webhookId);
+      this.begin(webhookId, lane, lane.claimed.shift()!);
+      room--;
+    }
+    if (room === 0 || lane.claiming) return;
+    if (this.inFlight >= this.options.maxInFlight) return void this.turns.add(webhookId);
+    lane.claiming = true;
+    const holds = lane.holds;
+    // Ahead of the free slots, so a busy lane claims once per few attempts, not once per attempt;
+    // a breaker's trial takes one.
+    const limit = this.endpoints.isTrial(webhookId) ? 1 : this.options.claimSize;
+    this.store.claim(webhookId, limit, this.options.leaseMs).then(
+      (claimed) => {
+        lane.claiming = false;
+        lane.claimed.push(...claimed);
+        if (claimed.length > 0) this.serve(webhookId);
+        else if (lane.inFlight === 0 && lane.claimed.length === 0 && lane.holds === holds) {
+          // Empty, or every delivery in it claimed by other dispatchers: new ones may go straight
+          // to the endpoint again. A scan finds the lane again if there is more.
+          this.lanes.delete(webhookId);
+          this.turns.delete(webhookId);
+        }
+      },
+      (error: unknown) => {
+        lane.claiming = false;
+        this.logFailure(error, webhookId, 'claiming held deliveries failed; the next scan tries again');
+      },
+    );
+  }
+
+  private begin(webhookId: string, lane: Lane, held: HeldDelivery): void {
+    lane.inFlight++;
+    this.inFlight++;
+    const work = this.attempt(webhookId, held)
+      .catch((error: unknown) =>
+        // Left claimed: the lease expires and the delivery is attempted again (at least once).
+        this.logFailure(
+          error,
+          webhookId,
+          'a held delivery failed to settle; it is tried again after its claim',
+        ),
+      )
+      .finally(() => {
+        lane.inFlight--;
+        this.inFlight--;
+        this.running.delete(work);
+        // Its turn goes to the back of the line of lanes waiting for the process's room.
+        this.turns.delete(webhookId);
+        if (this.lanes.has(webhookId)) this.turns.add(webhookId);
+        for (const next of [...this.turns]) {
+          if (this.inFlight >= this.options.maxInFlight) break;
+          this.turns.delete(next);
+          this.serve(next);
+        }
+      });
+    this.running.add(work);
+  }
+
+  private async attempt(webhookId: string, held: HeldDelivery): Promise<void> {
+    const delivery = held.delivery;
+    if (!isValid('DeliveryMessage', delivery)) {
+      this.logger.error({ webhookId, heldId: held.id }, 'malformed held delivery dropped');
+      return this.store.release(held.id);
+    }
+    const target = await this.store.target(webhookId);
+    if (!target || target.disabled_at) {
+      // Never attempted again (deleted, switched off, disabled): the whole lane goes at once.
+      const dropped = await this.store.dropLane(webhookId);
+      this.forget(webhookId);
+      this.logger.info({ webhookId, dropped }, 'held deliveries dropped: webhook deleted or off');
+      return;
+    }
+    const outcome = await this.deliverer!.attempt(delivery, target, this.publisher!, 'lane');
+    if (outcome.kind === 'deferred') await this.store.unclaim(held.id);
+    else await this.store.release(held.id);
+  }
+
+  private forget(webhookId: string): void {
+    const lane = this.lanes.get(webhookId);
+    if (lane) lane.claimed = [];
+    this.lanes.delete(webhookId);
+    this.turns.delete(webhookId);
+  }
+
+  private logFailure(error: unknown, webhookId: string, message: string): void {
+    if (this.failureLogDue()) this.logger.error({ err: error, webhookId }, message);
+  }
+
+  /** How many lanes this process knows to hold deliveries (a metric). */
+  get size(): number {
+    return this.lanes.size;
+  }
+
+  /**
+   * Stops claiming and lets the attempts in flight settle. Claimed deliveries not yet started go
+   * back to their lanes now rather than when their claims expire.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.scan.stop();
+    const unstarted = [...this.lanes.values()].flatMap((lane) => lane.claimed.splice(0));
+    await Promise.allSettled([...this.running, ...unstarted.map((held) => this.store.unclaim(held.id))]);
+  }
+}
