@@ -12,6 +12,7 @@ import * as objectIdPrefixes from './0010_object_id_prefixes.ts';
 import * as updatedAtAtWrite from './0011_updated_at_at_write.ts';
 import * as noticeLeases from './0012_notice_leases.ts';
 import * as platformSecrets from './0013_platform_secrets.ts';
+import * as outboxFairClaim from './0014_outbox_fair_claim.ts';
 import * as heldDeliveries from './0015_held_deliveries.ts';
 
 /**
@@ -32,6 +33,7 @@ export const migrations: Record<string, Migration> = {
   '0011_updated_at_at_write': updatedAtAtWrite,
   '0012_notice_leases': noticeLeases,
   '0013_platform_secrets': platformSecrets,
+  '0014_outbox_fair_claim': outboxFairClaim,
   '0015_held_deliveries': heldDeliveries,
 };
 
