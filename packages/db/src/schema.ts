@@ -251,6 +251,8 @@ export interface HeldDeliveriesTable {
   webhook_id: string;
   /** The DeliveryMessage, as the dispatcher's queues carry it. */
   delivery: unknown;
+  /** Not to be attempted before then; null: as soon as its webhook has room. */
+  not_before: Timestamp | null;
   /** While in the future, one dispatcher is attempting it. */
   claimed_until: Timestamp | null;
 }

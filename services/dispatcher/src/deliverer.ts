@@ -1,7 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import { isValid, type DeliveryMessage } from '@trips/contracts';
 import type { DeliveryTarget } from '@trips/db';
-import type { Logger } from '@trips/runtime';
+import { atMostEvery, type Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
 import { parseContent, type Disposition, type Publisher } from './consumer.ts';
 import type { AttemptResult, Sender } from './delivery.ts';
@@ -33,8 +33,8 @@ export type Source = 'fan_out' | 'deliveries_queue' | 'lane';
 export interface LaneEntry {
   /** Whether this process knows the webhook's lane to hold deliveries: new ones then join it. */
   hasWork(webhookId: string): boolean;
-  /** Puts the delivery in its webhook's lane; resolves once that is committed. */
-  hold(delivery: DeliveryMessage): Promise<void>;
+  /** Puts the delivery in its webhook's lane (not to be tried before `notBefore`); resolves once committed. */
+  hold(delivery: DeliveryMessage, notBefore?: Date): Promise<void>;
 }
 
 /** Every way a delivery can end, one handler each (architecture example 5). */
@@ -71,6 +71,7 @@ export interface Deliverer {
  */
 export function createDeliverer(deps: DelivererDeps): Deliverer {
   const { store, sender, endpoints, lanes, policy, topology, logger } = deps;
+  const refusedRetryNoticeDue = atMostEvery(60_000);
 
   const publish = (publisher: Publisher, queue: string, delivery: DeliveryMessage) =>
     publisher.publish('', queue, Buffer.from(JSON.stringify(delivery)), {
@@ -117,11 +118,18 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     // Confirmed by RabbitMQ before the current copy is acked (or released from its lane).
     // busy_deferrals: written by dispatchers before lanes; it means nothing now.
     const { busy_deferrals: _, ...rest } = delivery;
-    await publish(publisher, topology.retryQueue(retry.delayMs), {
-      ...rest,
-      attempt: delivery.attempt + 1,
-      first_failed_at: retry.firstFailedAt,
-    });
+    const next = { ...rest, attempt: delivery.attempt + 1, first_failed_at: retry.firstFailedAt };
+    try {
+      await publish(publisher, topology.retryQueue(retry.delayMs), next);
+    } catch (error) {
+      // The delay queue is full (or the channel went): the retry waits out its delay in its lane.
+      if (refusedRetryNoticeDue())
+        logger.warn(
+          { err: error, webhookId: delivery.webhook_id },
+          'retry not queued; held in its lane instead',
+        );
+      await lanes.hold(next, new Date(result.at.getTime() + retry.delayMs));
+    }
     return { kind: 'retry_scheduled', result, delayMs: retry.delayMs };
   };
 

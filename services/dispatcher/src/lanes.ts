@@ -86,8 +86,8 @@ export class Lanes implements LaneEntry {
     return this.lanes.has(webhookId);
   }
 
-  async hold(delivery: DeliveryMessage): Promise<void> {
-    await this.store.hold(delivery);
+  async hold(delivery: DeliveryMessage, notBefore?: Date): Promise<void> {
+    await this.store.hold(delivery, notBefore);
     this.known(delivery.webhook_id);
   }
 

@@ -45,7 +45,7 @@ export class DeliveryStore {
   private readonly subscriptions: Batcher<{ agencyId: string; eventType: string }, DeliveryTarget[]>;
   private readonly targets: Batcher<string, DeliveryTarget | undefined>;
   private readonly attempts: Batcher<NewAttempt, void>;
-  private readonly holds: Batcher<DeliveryMessage, void>;
+  private readonly holds: Batcher<{ delivery: DeliveryMessage; notBefore?: Date }, void>;
   private readonly releases: Batcher<number, void>;
   private readonly unclaims: Batcher<number, void>;
 
@@ -82,14 +82,14 @@ export class DeliveryStore {
       runOne: (attempt) => recordAttempt(db, attempt),
       maxBatch: MAX_BATCH,
     });
-    const hold = (deliveries: DeliveryMessage[]) =>
+    const hold = (held: { delivery: DeliveryMessage; notBefore?: Date }[]) =>
       holdDeliveries(
         db,
-        deliveries.map((delivery) => ({ webhookId: delivery.webhook_id, delivery })),
+        held.map(({ delivery, notBefore }) => ({ webhookId: delivery.webhook_id, delivery, notBefore })),
       );
     this.holds = new Batcher({
-      runBatch: async (deliveries) => (await hold(deliveries), deliveries.map(() => undefined)),
-      runOne: (delivery) => hold([delivery]),
+      runBatch: async (held) => (await hold(held), held.map(() => undefined)),
+      runOne: (one) => hold([one]),
       maxBatch: MAX_BATCH,
     });
     this.releases = idsBatcher((ids) => releaseHeldDeliveries(db, ids));
@@ -114,9 +114,9 @@ export class DeliveryStore {
     return this.attempts.call(attempt);
   }
 
-  /** Resolves once the delivery is committed to its webhook's lane. */
-  hold(delivery: DeliveryMessage): Promise<void> {
-    return this.holds.call(delivery);
+  /** Resolves once the delivery is committed to its webhook's lane (not to be tried before `notBefore`). */
+  hold(delivery: DeliveryMessage, notBefore?: Date): Promise<void> {
+    return this.holds.call({ delivery, notBefore });
   }
 
   /** Claims the oldest free deliveries of a webhook's lane for `leaseMs`. */

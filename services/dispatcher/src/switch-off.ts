@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import {
+  dropHeldDeliveries,
   insertOwnerNotices,
   listOwnerEmails,
   switchOffFailingWebhooks,
@@ -28,6 +29,11 @@ export async function enforceSwitchOff(
   return db.transaction().execute(async (trx) => {
     // Switch-off first: a webhook past the whole window needs no warning any more.
     const switchedOff = await switchOffFailingWebhooks(trx, policy.failureWindowMs);
+    // Their lanes will never be attempted again: what waits there goes with the switch-off.
+    await dropHeldDeliveries(
+      trx,
+      switchedOff.map((w) => w.id),
+    );
     const warned = await warnFailingWebhooks(trx, policy.warnAfterMs);
     const owed = [
       ...switchedOff.map((w) => ({ webhook: w, notice: switchedOffNotice })),

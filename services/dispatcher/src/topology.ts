@@ -9,6 +9,12 @@ import type { Channel } from 'amqplib';
  *        └──► trips.dispatcher.retry.<delay>ms (one per distinct delay) ──┘
  *   trips.dispatcher.parked  ◄── messages that cannot be handled (malformed, or redelivered too often)
  *
+ * The events queue is bounded (QUEUE_LIMITS): when it is full, RabbitMQ refuses the recorder's
+ * publishes, and the events wait in Postgres, where the recorder takes every agency's oldest first.
+ * So one agency's bulk import waits there, not in the queue ahead of everyone else's events. The
+ * delay queues are bounded too, so a long outage's retries cannot fill the broker's memory: a
+ * refused retry waits out its delay in its webhook's lane in Postgres (deliverer.ts).
+ *
  * Every queue is a durable quorum queue, so a RabbitMQ cluster replicates it. Dead-lettering uses the
  * at-least-once strategy, which needs reject-publish overflow: a message leaves a delay queue only
  * once the delivery queue has confirmed it, so no hop can lose one. A delay queue's name carries its
@@ -23,11 +29,27 @@ export interface Topology {
   retryQueue(delayMs: number): string;
   /** The delay of each delay queue. */
   delaysMs: number[];
+  limits: QueueLimits;
 }
 
-export function topology(prefix: string, delaysMs: number[]): Topology {
+export interface QueueLimits {
+  /** Ready messages in the events queue at most: the most a new event can wait behind. */
+  events: number;
+  /** Messages in each delay queue at most. */
+  retry: number;
+}
+
+/**
+ * The queues' bounds. The same on every dispatcher, as RabbitMQ refuses to declare a queue again
+ * with other arguments. Events: a few hundred milliseconds of fan-out. Retries: far more than any
+ * normal day's failures, well below what a broker holds in memory.
+ */
+export const QUEUE_LIMITS: QueueLimits = { events: 200, retry: 100_000 };
+
+export function topology(prefix: string, delaysMs: number[], limits: QueueLimits = QUEUE_LIMITS): Topology {
   const base = `${prefix}trips.dispatcher`;
   return {
+    limits,
     eventsExchange: `${prefix}trips.events`,
     eventsQueue: `${base}.events`,
     deliveriesQueue: `${base}.deliveries`,
@@ -54,7 +76,10 @@ export async function declareTopology(ch: Channel, t: Topology): Promise<void> {
   };
   await ch.assertExchange(t.eventsExchange, 'topic', { durable: true });
   await ch.assertQueue(t.parkedQueue, { durable: true, arguments: quorum });
-  await ch.assertQueue(t.eventsQueue, { durable: true, arguments: parkOnFailure });
+  await ch.assertQueue(t.eventsQueue, {
+    durable: true,
+    arguments: { ...parkOnFailure, 'x-max-length': t.limits.events },
+  });
   await ch.bindQueue(t.eventsQueue, t.eventsExchange, '#');
   await ch.assertQueue(t.deliveriesQueue, { durable: true, arguments: parkOnFailure });
   for (const delayMs of t.delaysMs) {
@@ -63,6 +88,7 @@ export async function declareTopology(ch: Channel, t: Topology): Promise<void> {
       arguments: {
         ...quorum,
         'x-message-ttl': delayMs,
+        'x-max-length': t.limits.retry,
         'x-dead-letter-exchange': '',
         'x-dead-letter-routing-key': t.deliveriesQueue,
         'x-dead-letter-strategy': 'at-least-once',

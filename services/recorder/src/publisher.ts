@@ -8,6 +8,13 @@ import { toMessage } from './message.ts';
 
 /** How long the publisher waits before trying again events that no queue took. */
 export const UNROUTABLE_RETRY_MS = 1_000;
+/**
+ * How long the publisher waits after RabbitMQ refused events because the dispatcher's events queue
+ * was full: about what the dispatcher takes to fan out a few dozen events, so room is used soon.
+ */
+export const REFUSED_RETRY_MS = 20;
+/** The smallest batch after refusals (see `window`). */
+const MIN_WINDOW = 16;
 
 export interface PublisherOptions {
   exchange: string;
@@ -26,6 +33,14 @@ export interface PublisherOptions {
  * connection lives (the exchange declared with another type, 406) is replaced after a pause, by
  * RecoveringChannel, as the dispatcher's are.
  *
+ * The dispatcher's events queue is bounded (its topology.ts): when it is full, RabbitMQ refuses
+ * (nacks) the publishes. Refused events stay unpublished and go again after REFUSED_RETRY_MS, in a
+ * batch no larger than what the queue took last time (then doubling again), so a full queue costs
+ * a few refusals per round, not a whole batch's. The batch is taken round-robin across agencies
+ * (takeUnpublished), so room goes to every agency's oldest event first: a bulk import waits here,
+ * not in the queue ahead of other agencies' events. Confirmed events are marked published even
+ * when others of their batch were refused.
+ *
  * Messages are published `mandatory`: one that no queue takes (the dispatcher, which declares and
  * binds the queues, not deployed yet on a fresh broker) comes back as unroutable and its event
  * stays unpublished, tried again every UNROUTABLE_RETRY_MS, instead of being confirmed into nowhere.
@@ -41,6 +56,9 @@ export class Publisher {
   /** No batch before this (ms): the last one found no queue bound to the exchange. */
   private holdUntil = 0;
   private readonly unroutableWarningDue = atMostEvery(60_000);
+  private readonly refusedNoticeDue = atMostEvery(60_000);
+  /** Events taken per batch: the batch size, or less while the queue refuses some (see the class). */
+  private window: number;
 
   constructor(
     db: Kysely<Database>,
@@ -51,6 +69,7 @@ export class Publisher {
     this.db = db;
     this.options = options;
     this.logger = logger;
+    this.window = options.batchSize;
     // Run on every channel opened, after a reconnect or a replaced channel too.
     this.channel = new RecoveringChannel(
       connection,
@@ -85,9 +104,9 @@ export class Publisher {
         ok: boolean;
       }>`SELECT pg_try_advisory_xact_lock(${PUBLISH_LOCK}) AS ok`.execute(trx);
       if (!lock.rows[0]!.ok) return 0;
-      const events = await takeUnpublished(trx, this.options.batchSize);
+      const events = await takeUnpublished(trx, this.window);
       this.returned.clear();
-      await Promise.all(
+      const confirms = await Promise.allSettled(
         events.map((e) =>
           this.channel.wrapper.publish(
             this.options.exchange,
@@ -106,10 +125,18 @@ export class Publisher {
           ),
         ),
       );
+      const confirmed = events.filter((_, i) => confirms[i]!.status === 'fulfilled');
+      const failures = confirms.flatMap((c) => (c.status === 'rejected' ? [c.reason as Error] : []));
+      const refused = failures.filter(isRefusal).length;
+      // Failed otherwise (not confirmed in time, the channel gone): the broker is away; with
+      // nothing confirmed the batch fails, to be tried again after the loop's back-off.
+      if (confirmed.length === 0 && refused < failures.length) throw failures.find((f) => !isRefusal(f));
+      if (refused > 0) this.refused(confirmed.length, refused);
+      else this.window = Math.min(this.options.batchSize, this.window * 2);
       // RabbitMQ sends an unroutable message's basic.return before its confirm, so every return of
       // this batch has arrived by now.
-      const routed = events.filter((e) => !this.returned.has(e.id));
-      if (routed.length < events.length) this.holdOff(events.length - routed.length);
+      const routed = confirmed.filter((e) => !this.returned.has(e.id));
+      if (routed.length < confirmed.length) this.holdOff(confirmed.length - routed.length);
       await markPublished(
         trx,
         routed.map((e) => e.seq),
@@ -129,6 +156,17 @@ export class Publisher {
     });
   }
 
+  /** The queue was full: a smaller batch after a short pause (see the class). */
+  private refused(taken: number, refused: number): void {
+    this.window = Math.max(MIN_WINDOW, taken);
+    this.holdUntil = Math.max(this.holdUntil, Date.now() + REFUSED_RETRY_MS);
+    if (!this.refusedNoticeDue()) return;
+    this.logger.info(
+      { refused, taken, exchange: this.options.exchange },
+      "events held back: the dispatcher's events queue is full (they go out as it drains)",
+    );
+  }
+
   private holdOff(unroutable: number): void {
     this.holdUntil = Date.now() + UNROUTABLE_RETRY_MS;
     if (!this.unroutableWarningDue()) return;
@@ -138,3 +176,6 @@ export class Publisher {
     );
   }
 }
+
+/** RabbitMQ refused the message (basic.nack): a bounded queue it routes to is full. */
+const isRefusal = (error: Error) => error.message === 'message nacked';

@@ -13,7 +13,7 @@ import * as updatedAtAtWrite from './0011_updated_at_at_write.ts';
 import * as noticeLeases from './0012_notice_leases.ts';
 import * as platformSecrets from './0013_platform_secrets.ts';
 import * as outboxFairClaim from './0014_outbox_fair_claim.ts';
-import * as heldDeliveries from './0015_held_deliveries.ts';
+import * as fairDelivery from './0015_fair_delivery.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -34,7 +34,7 @@ export const migrations: Record<string, Migration> = {
   '0012_notice_leases': noticeLeases,
   '0013_platform_secrets': platformSecrets,
   '0014_outbox_fair_claim': outboxFairClaim,
-  '0015_held_deliveries': heldDeliveries,
+  '0015_fair_delivery': fairDelivery,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -111,14 +111,40 @@ export async function dropExpiredEventPartitions(trx: Db, cutoff: Date): Promise
   return dropped;
 }
 
-/** Oldest unpublished events first. The caller holds PUBLISH_LOCK, so there is one publisher. */
+/**
+ * Unpublished events, round-robin across agencies: each agency's oldest, then the second of each,
+ * and so on (the order they are published in). The dispatcher's events queue is bounded, so when
+ * it is full the events wait here, and what the broker takes as room frees is every agency's
+ * oldest first: one agency's bulk import no longer sits in the queue ahead of everyone else.
+ *
+ * One round: each agency gets an equal share of `limit` (an agency with fewer leaves its share
+ * unused, and the next batch follows at once). Agencies are found by a loose index scan on
+ * (agency_id, seq), one probe each, so a long backlog of one agency is never read whole. The
+ * caller holds PUBLISH_LOCK, so there is one publisher.
+ */
 export async function takeUnpublished(trx: Transaction<Database>, limit: number): Promise<StoredEvent[]> {
-  return (await trx
-    .selectFrom('events_unpublished')
-    .selectAll()
-    .orderBy('seq')
-    .limit(limit)
-    .execute()) as StoredEvent[];
+  // The loose index scan's cost is hard for the planner to guess; JIT would take longer than it runs.
+  await sql`SELECT set_config('jit', 'off', true)`.execute(trx);
+  const { rows } = await sql<StoredEvent>`
+    WITH RECURSIVE agencies (agency_id) AS (
+      (SELECT agency_id FROM events_unpublished ORDER BY agency_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT u.agency_id FROM events_unpublished u WHERE u.agency_id > a.agency_id
+               ORDER BY u.agency_id LIMIT 1)
+        FROM agencies a WHERE a.agency_id IS NOT NULL
+    ), share AS (
+      SELECT ceil(${limit}::numeric / greatest(count(*), 1))::int AS n FROM agencies WHERE agency_id IS NOT NULL
+    )
+    SELECT e.seq, e.id, e.agency_id, e.type, e.object_type, e.object_id, e.data, e.created_at
+      FROM agencies a
+     CROSS JOIN LATERAL (
+       SELECT u.*, row_number() OVER (ORDER BY u.seq) AS turn FROM events_unpublished u
+        WHERE u.agency_id = a.agency_id ORDER BY u.seq LIMIT (SELECT n FROM share)
+     ) e
+     WHERE a.agency_id IS NOT NULL
+     ORDER BY e.turn, e.seq
+     LIMIT ${limit}`.execute(trx);
+  return rows;
 }
 
 /** Forgets events RabbitMQ has confirmed. */

@@ -16,24 +16,33 @@ export interface HeldDelivery {
   delivery: unknown;
 }
 
+export interface NewHeldDelivery {
+  webhookId: string;
+  delivery: unknown;
+  /** Not to be attempted before this; absent: as soon as the webhook has room. */
+  notBefore?: Date;
+}
+
 /** Puts deliveries in their webhooks' lanes, in one statement (the dispatcher batches them). */
-export async function holdDeliveries(
-  db: Db,
-  rows: readonly { webhookId: string; delivery: unknown }[],
-): Promise<void> {
+export async function holdDeliveries(db: Db, rows: readonly NewHeldDelivery[]): Promise<void> {
   if (rows.length === 0) return;
   await db.executeQuery(
-    CompiledQuery.raw(HOLD, [rows.map((r) => r.webhookId), rows.map((r) => JSON.stringify(r.delivery))]),
+    CompiledQuery.raw(HOLD, [
+      rows.map((r) => r.webhookId),
+      rows.map((r) => JSON.stringify(r.delivery)),
+      rows.map((r) => r.notBefore ?? null),
+    ]),
   );
 }
 
 const HOLD = `/* prepared: hold_deliveries */
-    INSERT INTO held_deliveries (webhook_id, delivery)
-    SELECT webhook_id, delivery::jsonb FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS h(webhook_id, delivery, ord)
+    INSERT INTO held_deliveries (webhook_id, delivery, not_before)
+    SELECT webhook_id, delivery::jsonb, not_before
+      FROM unnest($1::text[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS h(webhook_id, delivery, not_before, ord)
      ORDER BY ord`;
 
 /**
- * Claims up to `limit` of a webhook's free held deliveries, oldest first, for `leaseMs`. SKIP
+ * Claims up to `limit` of a webhook's free and due held deliveries, oldest first, for `leaseMs`. SKIP
  * LOCKED: two dispatchers claiming from one lane at once take different rows instead of waiting.
  */
 export async function claimHeldDeliveries(
@@ -52,6 +61,7 @@ const CLAIM = `/* prepared: claim_held_deliveries */
     UPDATE held_deliveries h SET claimed_until = now() + make_interval(secs => $3::float8)
       FROM (SELECT id FROM held_deliveries
              WHERE webhook_id = $1::text AND (claimed_until IS NULL OR claimed_until < now())
+               AND (not_before IS NULL OR not_before <= now())
              ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED) c
      WHERE h.id = c.id
     RETURNING h.id, h.delivery`;
