@@ -16,7 +16,7 @@ import { Mailer } from './mailer.ts';
 import { dispatcherMetrics } from './metrics.ts';
 import { DeliveryStore } from './store.ts';
 import { enforceSwitchOff } from './switch-off.ts';
-import { declareTopology, topology } from './topology.ts';
+import { declareTopology, topology, type QueueLimits } from './topology.ts';
 
 export interface DispatcherService {
   readonly healthPort: number;
@@ -28,6 +28,8 @@ export interface DispatcherHooks {
   onOutcome?: (outcome: Outcome, delivery: DeliveryMessage) => void;
   /** Overrides the breaker and concurrency defaults (tests). */
   protection?: Partial<EndpointProtection>;
+  /** Overrides the queues' bounds (tests; every replica must declare the same). */
+  queueLimits?: QueueLimits;
 }
 
 /**
@@ -69,7 +71,7 @@ export async function startDispatcherService(
   // Every message is validated (fan-out.ts, deliverer.ts): compile the schemas before the first.
   compileValidators();
   const db: Kysely<Database> = createDb(config.databaseUrl, { max: 10, applicationName: 'trips-dispatcher' });
-  const names = topology(config.amqpPrefix, config.policy.queueDelaysMs);
+  const names = topology(config.amqpPrefix, config.policy.queueDelaysMs, hooks.queueLimits);
   const connection: AmqpConnectionManager = amqp.connect([config.amqpUrl], {
     heartbeatIntervalInSeconds: 10,
   });
