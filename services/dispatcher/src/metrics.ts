@@ -11,12 +11,14 @@ export function dispatcherMetrics(
     /** A passive declare, on a channel apart from the consumers' (RabbitMQ closes it if the queue is missing). */
     checkQueue: (queue: string) => Promise<{ messageCount: number }>;
     topology: Topology;
+    /** Deliveries waiting in webhook lanes, all dispatchers together (Postgres). */
+    countHeld: () => Promise<number>;
   },
 ) {
   const registers = [registry];
   const deliveries = new Counter({
     name: 'trips_deliveries_total',
-    help: 'Deliveries handled, by outcome: delivered, retry_scheduled, gave_up, deferred, queued, dropped.',
+    help: 'Deliveries handled, by outcome: delivered, retry_scheduled, gave_up, held (put in the webhook lane), deferred (claimed from the lane, not attempted), dropped.',
     labelNames: ['outcome'] as const,
     registers,
   });
@@ -38,6 +40,18 @@ export function dispatcherMetrics(
     registers,
     collect() {
       this.set(deps.endpoints.openCount());
+    },
+  });
+  new Gauge({
+    name: 'trips_held_deliveries',
+    help: 'Deliveries waiting in webhook lanes (Postgres) for their webhook to have room, all dispatchers together.',
+    registers,
+    async collect() {
+      try {
+        this.set(await deps.countHeld());
+      } catch {
+        this.set(NaN); // Postgres away: the rest of /metrics still answers
+      }
     },
   });
   new Gauge({

@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { sql, type Kysely } from 'kysely';
 import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
 import { compileValidators, type DeliveryMessage } from '@trips/contracts';
-import { createDb, pruneWebhookAttempts, type Database } from '@trips/db';
+import { countHeldDeliveries, createDb, pruneWebhookAttempts, type Database } from '@trips/db';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import type { DispatcherConfig } from './config.ts';
@@ -104,6 +104,7 @@ export async function startDispatcherService(
     endpoints,
     checkQueue: (queue) => inspector.wrapper.checkQueue(queue),
     topology: names,
+    countHeld: () => countHeldDeliveries(db),
   });
   const mailer = new Mailer(
     db,

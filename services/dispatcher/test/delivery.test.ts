@@ -347,6 +347,7 @@ describe('/metrics', () => {
       );
     }
     expect(text).toMatch(/^trips_breakers_open\{service="dispatcher"\} \d+$/m);
+    expect(text).toMatch(/^trips_held_deliveries\{service="dispatcher"\} \d+$/m);
     expect(text).toContain('trips_webhooks_switched_off_total{service="dispatcher"} 0');
   });
 });
