@@ -13,8 +13,11 @@ export const UNROUTABLE_RETRY_MS = 1_000;
  * was full: about what the dispatcher takes to fan out a few dozen events, so room is used soon.
  */
 export const REFUSED_RETRY_MS = 20;
-/** The smallest batch after refusals (see `window`). */
-const MIN_WINDOW = 16;
+/**
+ * The smallest batch after refusals (see `window`), unless the batch size is smaller: a batch the
+ * queue refused whole (it took 0) must still probe for room.
+ */
+export const MIN_WINDOW = 16;
 
 export interface PublisherOptions {
   exchange: string;
@@ -35,11 +38,20 @@ export interface PublisherOptions {
  *
  * The dispatcher's events queue is bounded (its topology.ts): when it is full, RabbitMQ refuses
  * (nacks) the publishes. Refused events stay unpublished and go again after REFUSED_RETRY_MS, in a
- * batch no larger than what the queue took last time (then doubling again), so a full queue costs
- * a few refusals per round, not a whole batch's. The batch is taken round-robin across agencies
+ * batch no larger than what the queue took last time, or MIN_WINDOW if that is more (and never
+ * more than the batch size), then doubling again, so a full queue costs a few refusals per round,
+ * not a whole batch's. The batch is taken round-robin across agencies
  * (takeUnpublished), so room goes to every agency's oldest event first: a bulk import waits here,
  * not in the queue ahead of other agencies' events. Confirmed events are marked published even
  * when others of their batch were refused.
+ *
+ * The bound is soft by up to a batch: a quorum queue finds itself full only after the enqueue that
+ * overfills it, then tells the publishing channels, which refuse from then on, until it tells them
+ * it is below its bound again. So a batch published while the queue has room is taken whole, past
+ * the bound by up to the batch, and one published while it is full is refused whole (measured on
+ * RabbitMQ 3.10 in test/backpressure.test.ts; the quorum queue guide says the limit can be
+ * overshot). The window keeps that overshoot small while the queue stays full: a batch refused
+ * whole is followed by one of MIN_WINDOW events, doubling while every batch is taken whole.
  *
  * Messages are published `mandatory`: one that no queue takes (the dispatcher, which declares and
  * binds the queues, not deployed yet on a fresh broker) comes back as unroutable and its event
@@ -158,7 +170,8 @@ export class Publisher {
 
   /** The queue was full: a smaller batch after a short pause (see the class). */
   private refused(taken: number, refused: number): void {
-    this.window = Math.max(MIN_WINDOW, taken);
+    // Never above the batch size, though: the floor must not raise a RECORDER_BATCH_SIZE below it.
+    this.window = Math.min(this.options.batchSize, Math.max(MIN_WINDOW, taken));
     this.holdUntil = Math.max(this.holdUntil, Date.now() + REFUSED_RETRY_MS);
     if (!this.refusedNoticeDue()) return;
     this.logger.info(

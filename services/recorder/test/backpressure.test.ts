@@ -1,0 +1,340 @@
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
+import { takeUnpublished } from '@trips/db';
+import {
+  amqpUrl,
+  createTestDatabase,
+  deleteAmqpObjects,
+  LogCapture,
+  onAmqpChannel,
+  randomAmqpPrefix,
+  type TestDatabase,
+} from '@trips/testkit';
+import { MIN_WINDOW, Publisher, REFUSED_RETRY_MS } from '../src/publisher.ts';
+import { drain, handRecorder, hostWrite, sleep } from './helpers.ts';
+
+// The dispatcher's events queue is bounded (a quorum queue with x-max-length and x-overflow:
+// reject-publish, its topology.ts): when it is full RabbitMQ refuses (nacks) the recorder's
+// publishes. The publisher takes events round-robin across agencies (takeUnpublished), marks
+// published only what a queue took, treats refusals as backpressure (no error, one info line, a
+// pause, a smaller next batch) and publishes the rest as room frees: nothing lost, nothing twice.
+//
+// How a quorum queue refuses (RabbitMQ 3.10, measured): it finds itself full only after the
+// enqueue that takes it past x-max-length, then tells the publishing channels, which refuse from
+// then on (a channel that starts publishing later is refused at once), until it is below its bound
+// again. So a burst published while it has room is taken past the bound, whole or up to where the
+// channel heard (on a busy machine, now and then, mid-burst), and one published while it is full
+// is refused whole. These tests therefore fill the queue first, one message past its bound, as a
+// dispatcher that has fallen behind leaves it; they get a batch partly refused for certain from
+// routing (one agency's events go to a full queue, another's to a queue with room); and where a
+// burst meets a queue with room they expect at least what fits, one past the bound.
+
+const HELD_BACK = 'events held back';
+
+let t: TestDatabase;
+let prefix: string;
+let connection: AmqpConnectionManager;
+const queues: string[] = [];
+const exchanges: string[] = [];
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  prefix = randomAmqpPrefix();
+  connection = amqp.connect([amqpUrl]);
+});
+afterAll(async () => {
+  await connection.close();
+  await deleteAmqpObjects({ queues, exchanges });
+  await t.drop();
+});
+// Each test starts with nothing waiting to be published.
+beforeEach(() => sql`DELETE FROM events_unpublished`.execute(t.db));
+
+/** A topic exchange of its own for one test, as the recorder declares it. */
+function exchangeFor(test: string): string {
+  const exchange = `${prefix}${test}.trips.events`;
+  exchanges.push(exchange);
+  return exchange;
+}
+
+/**
+ * A queue bound to `exchange` with `pattern`. Bounded: a quorum queue that refuses publishes past
+ * `maxLength`, declared as the dispatcher declares its events queue. Otherwise a plain durable one.
+ */
+async function bindQueue(
+  exchange: string,
+  kind: string,
+  { pattern = '#', maxLength }: { pattern?: string; maxLength?: number } = {},
+): Promise<string> {
+  const name = `${exchange}.${kind}.${randomBytes(3).toString('hex')}`;
+  queues.push(name);
+  await onAmqpChannel(async (ch) => {
+    await ch.assertExchange(exchange, 'topic', { durable: true });
+    await ch.assertQueue(name, {
+      durable: true,
+      arguments:
+        maxLength === undefined
+          ? {}
+          : { 'x-queue-type': 'quorum', 'x-max-length': maxLength, 'x-overflow': 'reject-publish' },
+    });
+    await ch.bindQueue(name, exchange, pattern);
+  });
+  return name;
+}
+
+/**
+ * Fills a bounded queue as a dispatcher that fell behind leaves it: one message past its bound,
+ * so RabbitMQ refuses what comes next (straight to the queue, not through the exchange).
+ */
+async function fill(queue: string, maxLength: number): Promise<void> {
+  await onAmqpChannel(async (ch) => {
+    for (let i = 0; i <= maxLength; i++) ch.sendToQueue(queue, Buffer.from('{}'), { messageId: 'filler' });
+    await ch.waitForConfirms();
+  });
+}
+
+const messageCount = (queue: string) =>
+  onAmqpChannel(async (ch) => (await ch.checkQueue(queue)).messageCount);
+
+/** Gets and acks every ready message, as the dispatcher would; answers their message ids in queue order. */
+function takeMessages(queue: string): Promise<string[]> {
+  return onAmqpChannel(async (ch) => {
+    const ids: string[] = [];
+    for (;;) {
+      const message = await ch.get(queue);
+      if (message === false) break;
+      ids.push(message.properties.messageId as string);
+      ch.ack(message);
+    }
+    await ch.waitForConfirms();
+    return ids;
+  });
+}
+
+function startPublisher(exchange: string, batchSize: number) {
+  const logs = new LogCapture('recorder');
+  const publisher = new Publisher(
+    t.db,
+    connection,
+    { exchange, batchSize, publishTimeoutMs: 10_000 },
+    logs.logger,
+  );
+  return { publisher, logs };
+}
+
+/**
+ * Events recorded for one agency, in a recorder batch of their own (so seq order is call order):
+ * `count` trips created (trip.created each), or contacts (contact.created).
+ */
+async function record(
+  agencyId: string,
+  count: number,
+  what: 'trips' | 'contacts' = 'trips',
+): Promise<string[]> {
+  const insert =
+    what === 'trips'
+      ? `INSERT INTO trips (id, agency_id, title, num_days)
+         SELECT 'trp_${agencyId}_' || i, '${agencyId}', 'T', 3 FROM generate_series(1, ${count}) i`
+      : `INSERT INTO contacts (id, agency_id, first_name, last_name)
+         SELECT 'con_${agencyId}_' || i, '${agencyId}', 'Ada', 'Lovelace' FROM generate_series(1, ${count}) i`;
+  await hostWrite(
+    t.db,
+    `INSERT INTO agencies (id, name) VALUES ('${agencyId}', '${agencyId}') ON CONFLICT DO NOTHING; ${insert}`,
+  );
+  await drain(handRecorder(t.db));
+  const rows = await t.db
+    .selectFrom('events_unpublished')
+    .select('id')
+    .where('agency_id', '=', agencyId)
+    .orderBy('seq')
+    .execute();
+  expect(rows).toHaveLength(count);
+  return rows.map((e) => e.id);
+}
+
+const unpublished = async () =>
+  (await t.db.selectFrom('events_unpublished').select('id').orderBy('seq').execute()).map((e) => e.id);
+
+const heldBackLines = (logs: LogCapture) => logs.lines.filter((l) => l.includes(HELD_BACK)).length;
+const errorLines = (logs: LogCapture) => logs.lines.filter((l) => /"level":(50|60)/.test(l));
+
+/**
+ * Runs batches, after the publisher's pause each, until a queue takes something of one: RabbitMQ
+ * tells the publisher's channel that a queue has room again asynchronously, so a batch or two right
+ * after the room freed may still be refused whole. Answers what the last one published, and how
+ * many batches it took.
+ */
+async function nextTakenBatch(publisher: Publisher): Promise<{ published: number; batches: number }> {
+  for (let batches = 1; batches <= 50; batches++) {
+    await sleep(REFUSED_RETRY_MS + 5);
+    const published = await publisher.runBatch();
+    if (published > 0) return { published, batches };
+  }
+  throw new Error('no batch was taken in 50 tries');
+}
+
+test('a full queue refuses a batch: no error, nothing marked; as it drains every event arrives exactly once, round-robin', async () => {
+  const exchange = exchangeFor('full');
+  const queue = await bindQueue(exchange, 'bounded', { maxLength: 5 });
+  await fill(queue, 5);
+  const a = await record('agy_bp_a', 40);
+  const [b] = await record('agy_bp_b', 1);
+  const { publisher, logs } = startPublisher(exchange, 100);
+  try {
+    // Refused whole: backpressure, not an error. Nothing marked, one info line.
+    await expect(publisher.runBatch()).resolves.toBe(0);
+    expect(await messageCount(queue)).toBe(6);
+    expect(await unpublished()).toEqual([...a, b]);
+    expect(heldBackLines(logs)).toBe(1);
+    expect(errorLines(logs)).toEqual([]);
+
+    // The dispatcher catches up. The next batch is small (the queue took nothing: MIN_WINDOW), and
+    // round-robin: A's oldest, then B's, though B's event was recorded after all 40 of A's. The
+    // queue takes at least one past its bound of it, and what it took is marked.
+    expect(await takeMessages(queue)).toHaveLength(6);
+    const { published } = await nextTakenBatch(publisher);
+    expect(published).toBeGreaterThanOrEqual(6);
+    expect(published).toBeLessThanOrEqual(MIN_WINDOW);
+    const arrived = await takeMessages(queue);
+    expect(arrived).toEqual([a[0], b, ...a.slice(1, published - 1)]);
+    expect(await unpublished()).toEqual(a.slice(published - 1));
+
+    // Full again and drained again, round after round, until nothing waits: each event once.
+    await fill(queue, 5);
+    for (let round = 0; (await unpublished()).length > 0; round++) {
+      if (round > 200) throw new Error(`still unpublished after ${round} rounds: ${await unpublished()}`);
+      await sleep(REFUSED_RETRY_MS + 5);
+      await publisher.runBatch();
+      arrived.push(...(await takeMessages(queue)).filter((id) => id !== 'filler'));
+    }
+    arrived.push(...(await takeMessages(queue)));
+    expect(arrived).toHaveLength(41);
+    expect([...arrived].sort()).toEqual([...a, b].sort());
+    expect(heldBackLines(logs)).toBe(1); // at most once a minute
+    expect(errorLines(logs)).toEqual([]);
+  } finally {
+    await publisher.close();
+  }
+});
+
+test('a batch partly refused: what a queue took is marked published at once, the rest goes later, nothing twice', async () => {
+  // A's events (trip.created) go to a full queue, B's (contact.created) to one with room.
+  const exchange = exchangeFor('partial');
+  const full = await bindQueue(exchange, 'bounded', { pattern: 'trip.*', maxLength: 5 });
+  const open = await bindQueue(exchange, 'open', { pattern: 'contact.*' });
+  await fill(full, 5);
+  const a = await record('agy_bp_pa', 10);
+  const b = await record('agy_bp_pb', 10, 'contacts');
+  const { publisher, logs } = startPublisher(exchange, 100);
+  try {
+    await expect(publisher.runBatch()).resolves.toBe(10);
+    expect(await unpublished()).toEqual(a);
+    expect(await takeMessages(open)).toEqual(b);
+    expect(heldBackLines(logs)).toBe(1);
+
+    // The dispatcher catches up; A's events go out as the full queue drains, in order, once each.
+    const arrived = (await takeMessages(full)).filter((id) => id !== 'filler');
+    expect(arrived).toEqual([]);
+    while ((await unpublished()).length > 0) {
+      await nextTakenBatch(publisher);
+      arrived.push(...(await takeMessages(full)));
+    }
+    expect(arrived).toEqual(a);
+    // B's events were marked when the queue took them: not published again with A's.
+    expect(await takeMessages(open)).toEqual([]);
+    expect(errorLines(logs)).toEqual([]);
+  } finally {
+    await publisher.close();
+  }
+});
+
+test('takeUnpublished takes round-robin across agencies: every oldest, then every second, …; seq order within an agency', async () => {
+  // Agency ids sort otherwise than their events' seqs: a turn is in seq order, not agency order.
+  const a = await record('agy_rr_3', 10);
+  const b = await record('agy_rr_1', 3);
+  const c = await record('agy_rr_2', 1);
+  const take = (limit: number) =>
+    t.db.transaction().execute(async (trx) => (await takeUnpublished(trx, limit)).map((e) => e.id));
+
+  // Equal shares of 2, and C's one event leaves the rest of its share to the agencies that have more.
+  expect(await take(6)).toEqual([a[0], b[0], c[0], a[1], b[1], a[2]]);
+  expect(await take(3)).toEqual([a[0], b[0], c[0]]);
+  expect(await take(2)).toEqual([a[0], b[0]]);
+  // More than everything: all of it, still turn by turn.
+  expect(await take(100)).toEqual([a[0], b[0], c[0], a[1], b[1], a[2], b[2], ...a.slice(3)]);
+  // Taking marks nothing: the rows stay until markPublished.
+  expect(await unpublished()).toHaveLength(14);
+});
+
+test('after refusals the next batch is no larger than what the queue took (MIN_WINDOW at least), doubling back once all is taken', async () => {
+  // A's events (trip.created) go to a full queue, B's (contact.created) to one with room; a third
+  // queue without bound takes every publish, refused or not, and so counts what each batch offered.
+  const exchange = exchangeFor('shrink');
+  const full = await bindQueue(exchange, 'bounded', { pattern: 'trip.*', maxLength: 20 });
+  await bindQueue(exchange, 'open', { pattern: 'contact.*' });
+  const tap = await bindQueue(exchange, 'tap');
+  await fill(full, 20);
+  await record('agy_bp_sa', 80);
+  await record('agy_bp_sb', 30, 'contacts');
+  const { publisher, logs } = startPublisher(exchange, 50);
+  let seen = 0;
+  const offered = async () => {
+    const delta = (await messageCount(tap)) - seen;
+    seen += delta;
+    return delta;
+  };
+  const batch = async () => {
+    await sleep(REFUSED_RETRY_MS + 5);
+    const published = await publisher.runBatch();
+    return { offered: await offered(), published };
+  };
+  try {
+    // The batch size, 25 of each agency: B's taken, A's refused.
+    expect(await batch()).toEqual({ offered: 50, published: 25 });
+    // What the queue took, 25: B's last 5 and 20 of A's. B's 5 taken.
+    expect(await batch()).toEqual({ offered: 25, published: 5 });
+    // It took 5, less than the floor: MIN_WINDOW. Refused whole; the next is the floor again.
+    expect(await batch()).toEqual({ offered: MIN_WINDOW, published: 0 });
+    expect(await batch()).toEqual({ offered: MIN_WINDOW, published: 0 });
+
+    // The dispatcher catches up: the floor, taken whole (after a batch or two of the floor refused
+    // while RabbitMQ's word of the room was on its way) …
+    await takeMessages(full);
+    const { published, batches } = await nextTakenBatch(publisher);
+    expect({ published, offered: await offered() }).toEqual({
+      published: MIN_WINDOW,
+      offered: batches * MIN_WINDOW,
+    });
+    // … then twice that. The queue (16 of 20) takes at least up to one past its bound of it.
+    const doubled = await batch();
+    expect(doubled.offered).toBe(2 * MIN_WINDOW);
+    expect(doubled.published).toBeGreaterThanOrEqual(20 + 1 - MIN_WINDOW);
+    expect(await unpublished()).toHaveLength(80 - MIN_WINDOW - doubled.published);
+
+    expect(heldBackLines(logs)).toBe(1); // refused in several batches: one line
+    expect(errorLines(logs)).toEqual([]);
+  } finally {
+    await publisher.close();
+  }
+});
+
+test('a batch size below MIN_WINDOW holds after refusals too', async () => {
+  const exchange = exchangeFor('small');
+  const full = await bindQueue(exchange, 'bounded', { maxLength: 5 });
+  const tap = await bindQueue(exchange, 'tap');
+  await fill(full, 5);
+  await record('agy_bp_small', 30);
+  const batchSize = MIN_WINDOW / 2;
+  const { publisher } = startPublisher(exchange, batchSize);
+  try {
+    expect(await publisher.runBatch()).toBe(0);
+    expect(await messageCount(tap)).toBe(batchSize);
+    await sleep(REFUSED_RETRY_MS + 5);
+    expect(await publisher.runBatch()).toBe(0);
+    // Never more than RECORDER_BATCH_SIZE at once, refused or not.
+    expect(await messageCount(tap)).toBe(2 * batchSize);
+  } finally {
+    await publisher.close();
+  }
+});
