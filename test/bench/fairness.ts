@@ -12,7 +12,7 @@
 //   fast               A's endpoint answers at once
 //   slow               A's endpoint answers after 2 s
 //   dead               A's webhook points at a loopback port where nothing listens (connection
-//                      refused); afterwards BENCH_DEAD_SECONDS (300) more with nothing written by A
+//                      refused); afterwards BENCH_DEAD_SECONDS (300) more with nothing written (B stops too)
 //   hanging+trickling  A's endpoint fast, plus 30 more webhooks of A: 15 that never answer (the
 //                      dispatcher gives up at WEBHOOK_TIMEOUT, 10 s), 15 that send 200 and headers
 //                      at once and then the body a byte a second
@@ -30,10 +30,10 @@
 //   - dead only, over the BENCH_DEAD_SECONDS after the flood window: the dispatcher's CPU (% of one
 //     core, /proc/<pid>/stat; target < 2 %), its log lines, the outcomes counted in that period and
 //     the broker messages the dispatcher published (the outcomes that republish: retry_scheduled,
-//     deferred, queued), and B's latency meanwhile.
+//     deferred, queued). B stops writing for that period: the dispatcher has nothing else to do.
 // Then a summary table over the variants. How to read it: B's flood p99 and max against its
-// baseline say whether A's import delays B (the split into commit → recorded → received says
-// whether the recorder or the dispatcher holds B up); A's drain says what fairness costs A. Other
+// baseline say whether A's import delays B (the split into commit → recorded → attempt started →
+// received says whether the recorder, the way to the dispatcher's attempt, or the attempt holds B up); A's drain says what fairness costs A. Other
 // engineers' runs share this 2-core machine, so figures are noisy: read the load average printed.
 // A full run takes about 16 minutes (the dead variant's 300 s quiet period and 100,000 trips' drain
 // are most of it); BENCH_FAIRNESS_VARIANTS, BENCH_DEAD_SECONDS and BENCH_FLOOD shorten it.
@@ -429,14 +429,15 @@ async function measureVariant(
   let dead: Result['dead'];
   const deadRows: string[][] = [];
   const deadLines: string[] = [];
-  let afterFrom = NaN;
   let afterTo = NaN;
   if (v.after) {
-    log(`quiet period: ${DEAD_SECONDS} s, A writes nothing more`);
+    // Nothing else to do: B stops too, so the period measures what the dead backlog alone costs.
+    await stopB();
+    log(`quiet period: ${DEAD_SECONDS} s, neither A nor B writes`);
     const linesBefore = dispatcher.log().split('\n').length - 1;
     const outcomesBefore = await readOutcomes(healthPort);
     const cpuA = sampleCpu({ dispatcher: cpuGroups.dispatcher });
-    afterFrom = now();
+    const afterFrom = now();
     while (now() < afterFrom + DEAD_SECONDS * 1000) {
       await sleep(1_000);
       await pollB();
@@ -509,14 +510,28 @@ async function measureVariant(
       .sort((x, y) => x - y),
   );
   const flood = latencies(floodStart, floodEnd);
-  // Where B's time went during the flood: commit → recorded (the event's created_at, whole ms), → received.
-  const split = (of: (at: number, a: { at: number; recordedAt: number }) => number) =>
+  // Where B's time went during the flood: commit → recorded (the event's created_at, whole ms) →
+  // the dispatcher started its attempt (webhook_attempts.attempted_at: publishing, the events
+  // queue, fan-out) → received.
+  const startedAt = new Map(
+    (
+      await t.db
+        .selectFrom('webhook_attempts')
+        .innerJoin('events', 'events.id', 'webhook_attempts.event_id')
+        .select(['events.object_id', 'webhook_attempts.attempted_at'])
+        .where('events.agency_id', '=', agencyB.id)
+        .where('webhook_attempts.attempt', '=', 1)
+        .execute()
+    ).map((r) => [r.object_id, new Date(r.attempted_at).getTime()]),
+  );
+  const split = (of: (at: number, a: { at: number; recordedAt: number; startedAt: number }) => number) =>
     trips(floodStart, floodEnd)
-      .filter(([id]) => arrived.has(id))
-      .map(([id, at]) => of(at, arrived.get(id)!))
+      .filter(([id]) => arrived.has(id) && startedAt.has(id))
+      .map(([id, at]) => of(at, { ...arrived.get(id)!, startedAt: startedAt.get(id)! }))
       .sort((x, y) => x - y);
   const toRecorded = split((at, a) => a.recordedAt - at);
-  const toReceived = split((_, a) => a.at - a.recordedAt);
+  const toStarted = split((_, a) => a.startedAt - a.recordedAt);
+  const toReceived = split((_, a) => a.at - a.startedAt);
   const spread = (xs: number[]) => `p99 ${fmt.ms(percentile(xs, 99))} / max ${fmt.ms(xs.at(-1) ?? NaN)} ms`;
 
   const drainMs = drainedAt === undefined ? undefined : drainedAt - floodStart;
@@ -529,8 +544,8 @@ async function measureVariant(
       `p99 ≤ ${TARGET_B_P99_MS} ms: ${verdict(flood.p99 <= TARGET_B_P99_MS)}; max ≤ ${TARGET_B_MAX_MS} ms: ${verdict(flood.max <= TARGET_B_MAX_MS)}`,
     ],
     [
-      `B, during the flood: commit → recorded / recorded → received`,
-      `${spread(toRecorded)} / ${spread(toReceived)}`,
+      `B, during the flood: commit → recorded / → attempt started / → received`,
+      `${spread(toRecorded)} / ${spread(toStarted)} / ${spread(toReceived)}`,
       '',
     ],
     [
@@ -550,13 +565,6 @@ async function measureVariant(
     [`dispatcher outcomes at the end of the flood window`, showOutcomes(floodOutcomes), ''],
     ...deadRows,
   ];
-  if (v.after) {
-    rows.push([
-      `B, during the quiet period after the flood: commit → received`,
-      showLatency(latencies(afterFrom, afterTo)),
-      '',
-    ]);
-  }
   const notes = [
     `CPU over the flood window (${floodCpuSeconds.toFixed(1)} s), % of one core: ${Object.entries(floodCpu)
       .map(([group, s]) => `${group} ${((s / floodCpuSeconds) * 100).toFixed(0)}`)

@@ -1,5 +1,5 @@
 import { isValid, type DeliveryMessage } from '@trips/contracts';
-import type { HeldDelivery } from '@trips/db';
+import type { DeliveryTarget, HeldDelivery } from '@trips/db';
 import { atMostEvery, Loop, type Logger } from '@trips/runtime';
 import type { Publisher } from './consumer.ts';
 import type { Deliverer, LaneEntry } from './deliverer.ts';
@@ -21,6 +21,8 @@ export interface LaneOptions {
 interface Lane {
   /** Claimed deliveries not yet started. */
   claimed: HeldDelivery[];
+  /** The webhook as read with the last claim: an attempt starts with no read of its own, so it takes its slot at once. */
+  target: DeliveryTarget | undefined;
   claiming: boolean;
   inFlight: number;
   /** Bumped by every hold: a claim that found the lane empty forgets it only if none came since. */
@@ -95,7 +97,14 @@ export class Lanes implements LaneEntry {
   private known(webhookId: string): void {
     let lane = this.lanes.get(webhookId);
     if (!lane) {
-      lane = { claimed: [], claiming: false, inFlight: 0, holds: 0, waitingNoticeDue: atMostEvery(60_000) };
+      lane = {
+        claimed: [],
+        target: undefined,
+        claiming: false,
+        inFlight: 0,
+        holds: 0,
+        waitingNoticeDue: atMostEvery(60_000),
+      };
       this.lanes.set(webhookId, lane);
     }
     lane.holds++;
@@ -119,16 +128,28 @@ export class Lanes implements LaneEntry {
       this.begin(webhookId, lane, lane.claimed.shift()!);
       room--;
     }
-    if (room === 0 || lane.claiming) return;
     if (this.inFlight >= this.options.maxInFlight) return void this.turns.add(webhookId);
+    // Claimed ahead of the free slots, up to a claim's worth waiting, so a busy lane's slots never
+    // wait for a claim's round trip; a breaker's trial takes one, and only when it is due.
+    const trial = this.endpoints.isTrial(webhookId);
+    if (lane.claiming || lane.claimed.length >= this.options.claimSize || (trial && room === 0)) return;
     lane.claiming = true;
     const holds = lane.holds;
-    // Ahead of the free slots, so a busy lane claims once per few attempts, not once per attempt;
-    // a breaker's trial takes one.
-    const limit = this.endpoints.isTrial(webhookId) ? 1 : this.options.claimSize;
-    this.store.claim(webhookId, limit, this.options.leaseMs).then(
-      (claimed) => {
+    const limit = trial ? 1 : this.options.claimSize;
+    // The webhook is read with each claim, so a changed URL or secret applies from the next few.
+    Promise.all([
+      this.store.claim(webhookId, limit, this.options.leaseMs),
+      this.store.target(webhookId),
+    ]).then(
+      ([claimed, target]) => {
         lane.claiming = false;
+        if (this.lanes.get(webhookId) !== lane || this.stopping) {
+          // Forgotten meanwhile (dropped, or the process stops): the claims go back.
+          for (const held of claimed) void this.store.unclaim(held.id).catch(() => {});
+          return;
+        }
+        if (claimed.length > 0 && (!target || target.disabled_at)) return void this.dropLane(webhookId);
+        lane.target = target;
         lane.claimed.push(...claimed);
         if (claimed.length > 0) this.serve(webhookId);
         else if (lane.inFlight === 0 && lane.claimed.length === 0 && lane.holds === holds) {
@@ -148,7 +169,7 @@ export class Lanes implements LaneEntry {
   private begin(webhookId: string, lane: Lane, held: HeldDelivery): void {
     lane.inFlight++;
     this.inFlight++;
-    const work = this.attempt(webhookId, held)
+    const work = this.attempt(lane, webhookId, held)
       .catch((error: unknown) =>
         // Left claimed: the lease expires and the delivery is attempted again (at least once).
         this.logFailure(
@@ -173,23 +194,26 @@ export class Lanes implements LaneEntry {
     this.running.add(work);
   }
 
-  private async attempt(webhookId: string, held: HeldDelivery): Promise<void> {
+  private async attempt(lane: Lane, webhookId: string, held: HeldDelivery): Promise<void> {
     const delivery = held.delivery;
     if (!isValid('DeliveryMessage', delivery)) {
       this.logger.error({ webhookId, heldId: held.id }, 'malformed held delivery dropped');
       return this.store.release(held.id);
     }
-    const target = await this.store.target(webhookId);
-    if (!target || target.disabled_at) {
-      // Never attempted again (deleted, switched off, disabled): the whole lane goes at once.
-      const dropped = await this.store.dropLane(webhookId);
-      this.forget(webhookId);
-      this.logger.info({ webhookId, dropped }, 'held deliveries dropped: webhook deleted or off');
-      return;
-    }
-    const outcome = await this.deliverer!.attempt(delivery, target, this.publisher!, 'lane');
+    const outcome = await this.deliverer!.attempt(delivery, lane.target, this.publisher!, 'lane');
     if (outcome.kind === 'deferred') await this.store.unclaim(held.id);
     else await this.store.release(held.id);
+  }
+
+  /** The webhook will never be attempted again (deleted, switched off, disabled): its whole lane goes. */
+  private dropLane(webhookId: string): void {
+    this.forget(webhookId);
+    this.store.dropLane(webhookId).then(
+      (dropped) =>
+        this.logger.info({ webhookId, dropped }, 'held deliveries dropped: webhook deleted or off'),
+      (error: unknown) =>
+        this.logFailure(error, webhookId, 'dropping a lane failed; the next scan tries again'),
+    );
   }
 
   private forget(webhookId: string): void {

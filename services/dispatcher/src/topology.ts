@@ -33,7 +33,11 @@ export interface Topology {
 }
 
 export interface QueueLimits {
-  /** Ready messages in the events queue at most: the most a new event can wait behind. */
+  /**
+   * Ready messages in the events queue: a new event waits behind about this many. A quorum queue
+   * takes a whole burst while it is under its bound, so it overshoots by one of the recorder's
+   * publish chunks at most (PUBLISH_CHUNK in the recorder's publisher.ts).
+   */
   events: number;
   /** Messages in each delay queue at most. */
   retry: number;
@@ -41,10 +45,11 @@ export interface QueueLimits {
 
 /**
  * The queues' bounds. The same on every dispatcher, as RabbitMQ refuses to declare a queue again
- * with other arguments. Events: a few hundred milliseconds of fan-out. Retries: far more than any
- * normal day's failures, well below what a broker holds in memory.
+ * with other arguments. Events: a small fraction of a second of fan-out even on a busy machine
+ * (docs/benchmarks.md, bench:fairness). Retries: far more than any normal day's failures, well
+ * below what a broker holds in memory.
  */
-export const QUEUE_LIMITS: QueueLimits = { events: 200, retry: 100_000 };
+export const QUEUE_LIMITS: QueueLimits = { events: 50, retry: 100_000 };
 
 export function topology(prefix: string, delaysMs: number[], limits: QueueLimits = QUEUE_LIMITS): Topology {
   const base = `${prefix}trips.dispatcher`;

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { ConfirmChannel, Message } from 'amqplib';
-import { PUBLISH_LOCK, markPublished, takeUnpublished, type Database } from '@trips/db';
+import { PUBLISH_LOCK, markPublished, takeUnpublished, type Database, type StoredEvent } from '@trips/db';
 import { atMostEvery, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import { toMessage } from './message.ts';
@@ -18,6 +18,8 @@ export const REFUSED_RETRY_MS = 20;
  * queue refused whole (it took 0) must still probe for room.
  */
 export const MIN_WINDOW = 16;
+/** Events published at once, then confirmed before the next chunk goes (runBatch says why). */
+export const PUBLISH_CHUNK = 50;
 
 export interface PublisherOptions {
   exchange: string;
@@ -37,7 +39,8 @@ export interface PublisherOptions {
  * RecoveringChannel, as the dispatcher's are.
  *
  * The dispatcher's events queue is bounded (its topology.ts): when it is full, RabbitMQ refuses
- * (nacks) the publishes. Refused events stay unpublished and go again after REFUSED_RETRY_MS, in a
+ * (nacks) the publishes. Refused events stay unpublished and go again in the next round (after
+ * REFUSED_RETRY_MS when the queue took none), in a
  * batch no larger than what the queue took last time, or MIN_WINDOW if that is more (and never
  * more than the batch size), then doubling again, so a full queue costs a few refusals per round,
  * not a whole batch's. The batch is taken round-robin across agencies
@@ -118,26 +121,32 @@ export class Publisher {
       if (!lock.rows[0]!.ok) return 0;
       const events = await takeUnpublished(trx, this.window);
       this.returned.clear();
-      const confirms = await Promise.allSettled(
-        events.map((e) =>
-          this.channel.wrapper.publish(
-            this.options.exchange,
-            e.type,
-            Buffer.from(JSON.stringify(toMessage(e))),
-            {
-              mandatory: true,
-              persistent: true,
-              contentType: 'application/json',
-              messageId: e.id,
-              type: e.type,
-              timestamp: Math.floor(new Date(e.created_at).getTime() / 1000),
-              headers: { agency_id: e.agency_id },
-              timeout: this.options.publishTimeoutMs,
-            },
-          ),
-        ),
-      );
-      const confirmed = events.filter((_, i) => confirms[i]!.status === 'fulfilled');
+      const publish = (e: StoredEvent) =>
+        this.channel.wrapper.publish(
+          this.options.exchange,
+          e.type,
+          Buffer.from(JSON.stringify(toMessage(e))),
+          {
+            mandatory: true,
+            persistent: true,
+            contentType: 'application/json',
+            messageId: e.id,
+            type: e.type,
+            timestamp: Math.floor(new Date(e.created_at).getTime() / 1000),
+            headers: { agency_id: e.agency_id },
+            timeout: this.options.publishTimeoutMs,
+          },
+        );
+      // In chunks, stopping at the first refusal: a queue bounded by x-max-length takes a whole
+      // burst while it is below its bound, so one large burst would put a whole batch ahead of the
+      // next agency's event. A chunk at a time, the queue overshoots by one chunk at most.
+      const confirms: PromiseSettledResult<unknown>[] = [];
+      for (let i = 0; i < events.length; i += PUBLISH_CHUNK) {
+        const chunk = await Promise.allSettled(events.slice(i, i + PUBLISH_CHUNK).map(publish));
+        confirms.push(...chunk);
+        if (chunk.some((c) => c.status === 'rejected')) break;
+      }
+      const confirmed = events.filter((_, i) => confirms[i]?.status === 'fulfilled');
       const failures = confirms.flatMap((c) => (c.status === 'rejected' ? [c.reason as Error] : []));
       const refused = failures.filter(isRefusal).length;
       // Failed otherwise (not confirmed in time, the channel gone): the broker is away; with
@@ -168,11 +177,15 @@ export class Publisher {
     });
   }
 
-  /** The queue was full: a smaller batch after a short pause (see the class). */
+  /**
+   * The queue was full: the next batch is no larger than what it took, about what the dispatchers
+   * took from it meanwhile. It follows at once when the queue took some (an agency's new event then
+   * waits one short round); a batch it took none of waits REFUSED_RETRY_MS.
+   */
   private refused(taken: number, refused: number): void {
     // Never above the batch size, though: the floor must not raise a RECORDER_BATCH_SIZE below it.
     this.window = Math.min(this.options.batchSize, Math.max(MIN_WINDOW, taken));
-    this.holdUntil = Math.max(this.holdUntil, Date.now() + REFUSED_RETRY_MS);
+    if (taken === 0) this.holdUntil = Math.max(this.holdUntil, Date.now() + REFUSED_RETRY_MS);
     if (!this.refusedNoticeDue()) return;
     this.logger.info(
       { refused, taken, exchange: this.options.exchange },
