@@ -49,7 +49,7 @@ export interface QueueLimits {
  * (docs/benchmarks.md, bench:fairness). Retries: far more than any normal day's failures, well
  * below what a broker holds in memory.
  */
-export const QUEUE_LIMITS: QueueLimits = { events: 50, retry: 100_000 };
+export const QUEUE_LIMITS: QueueLimits = { events: 20, retry: 100_000 };
 
 export function topology(prefix: string, delaysMs: number[], limits: QueueLimits = QUEUE_LIMITS): Topology {
   const base = `${prefix}trips.dispatcher`;

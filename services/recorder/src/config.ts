@@ -18,8 +18,11 @@ export function readConfig(source: Record<string, string | undefined> = process.
     groupMaxMs: env.duration('EVENT_GROUP_MAX', '5m'),
     /** GET /events keeps this much; older day partitions are dropped (spec 4.2: 30 days). */
     retentionMs: env.duration('EVENT_RETENTION', '30d'),
-    /** Changes claimed per batch transaction: larger batches amortise commits, smaller ones lock less. */
-    batchSize: env.int('RECORDER_BATCH_SIZE', 1000, { min: 1, max: 10_000 }),
+    /**
+     * Changes claimed per batch transaction: larger batches amortise commits; smaller ones lock less,
+     * and another agency's change waits behind a bulk import for one short batch, not a long one.
+     */
+    batchSize: env.int('RECORDER_BATCH_SIZE', 250, { min: 1, max: 10_000 }),
     /** How often an idle recorder looks for work; bounds the commit-to-event latency when idle. */
     pollMs: env.duration('RECORDER_POLL_INTERVAL', '20ms'),
     /** A publish not confirmed by RabbitMQ within this is retried (same event id). */

@@ -9,17 +9,18 @@ import { toMessage } from './message.ts';
 /** How long the publisher waits before trying again events that no queue took. */
 export const UNROUTABLE_RETRY_MS = 1_000;
 /**
- * How long the publisher waits after RabbitMQ refused events because the dispatcher's events queue
- * was full: about what the dispatcher takes to fan out a few dozen events, so room is used soon.
+ * How long the publisher waits after RabbitMQ refused a whole batch because the dispatcher's events
+ * queue was full: shorter than the poll interval, as the queue holds only a few dozen milliseconds
+ * of fan-out and must not run dry while the publisher sleeps (service.ts wakes the loop after it).
  */
-export const REFUSED_RETRY_MS = 20;
+export const REFUSED_RETRY_MS = 5;
 /**
  * The smallest batch after refusals (see `window`), unless the batch size is smaller: a batch the
  * queue refused whole (it took 0) must still probe for room.
  */
 export const MIN_WINDOW = 16;
 /** Events published at once, then confirmed before the next chunk goes (runBatch says why). */
-export const PUBLISH_CHUNK = 50;
+export const PUBLISH_CHUNK = 20;
 
 export interface PublisherOptions {
   exchange: string;
@@ -74,6 +75,8 @@ export class Publisher {
   private readonly refusedNoticeDue = atMostEvery(60_000);
   /** Events taken per batch: the batch size, or less while the queue refuses some (see the class). */
   private window: number;
+  /** The last batch was refused whole: the queue is full, the next round is due in REFUSED_RETRY_MS. */
+  private full = false;
 
   constructor(
     db: Kysely<Database>,
@@ -107,8 +110,14 @@ export class Publisher {
     return this.channel.close();
   }
 
+  /** Whether the last batch found the events queue full (refused whole): try again in REFUSED_RETRY_MS. */
+  get queueFull(): boolean {
+    return this.full;
+  }
+
   /** Publishes one batch; answers how many events a queue took (0 when idle or not the publisher). */
   async runBatch(): Promise<number> {
+    this.full = false;
     if (Date.now() < this.holdUntil) return 0;
     const pending = await sql<{
       any: boolean;
@@ -185,7 +194,10 @@ export class Publisher {
   private refused(taken: number, refused: number): void {
     // Never above the batch size, though: the floor must not raise a RECORDER_BATCH_SIZE below it.
     this.window = Math.min(this.options.batchSize, Math.max(MIN_WINDOW, taken));
-    if (taken === 0) this.holdUntil = Math.max(this.holdUntil, Date.now() + REFUSED_RETRY_MS);
+    if (taken === 0) {
+      this.holdUntil = Math.max(this.holdUntil, Date.now() + REFUSED_RETRY_MS);
+      this.full = true;
+    }
     if (!this.refusedNoticeDue()) return;
     this.logger.info(
       { refused, taken, exchange: this.options.exchange },

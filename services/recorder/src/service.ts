@@ -5,7 +5,7 @@ import { createDb, type Database } from '@trips/db';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { eventsExchange, type RecorderConfig } from './config.ts';
 import { recorderMetrics } from './metrics.ts';
-import { Publisher } from './publisher.ts';
+import { Publisher, REFUSED_RETRY_MS } from './publisher.ts';
 import { Recorder } from './recorder.ts';
 
 export interface RecorderService {
@@ -45,6 +45,8 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
     async () => {
       const published = await publisher.runBatch();
       metrics.published.inc(published);
+      // The events queue was full: try again as soon as it may have room, not a poll interval later.
+      if (publisher.queueFull) setTimeout(() => publishLoop.kick(), REFUSED_RETRY_MS).unref();
       return published;
     },
     config.pollMs,
