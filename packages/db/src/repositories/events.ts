@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventObjectType } from '../schema.ts';
+import { takeRoundRobin } from './round-robin.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -118,58 +119,11 @@ export async function dropExpiredEventPartitions(trx: Db, cutoff: Date): Promise
  * broker takes as room frees is every agency's oldest first: one agency's bulk import no longer
  * sits in the queue ahead of everyone else.
  *
- * The same walk as claimOutbox (outbox.ts, which says why this shape): the agencies are found by a
- * loose index scan on events_unpublished (agency_id, seq) (migration 0015), one probe each, and
- * their seqs are then read in rounds of ceil(limit / agencies) per agency, each round after the
- * first only for the agencies that filled the one before. So an agency with fewer events than its
- * share leaves the rest to the agencies that have more, and the batch is full whenever `limit`
- * events wait; a take reads about twice `limit` index entries plus one probe per agency, never
- * a long backlog whole. The caller holds PUBLISH_LOCK, so there is one publisher. The planner
- * settings hold for this statement alone, as for the claim: this table, too, is usually nearly
- * empty when its statistics are taken.
+ * The walk is round-robin.ts's (the index is (agency_id, seq), migration 0015). The caller holds
+ * PUBLISH_LOCK, so there is one publisher.
  */
 export async function takeUnpublished(trx: Transaction<Database>, limit: number): Promise<StoredEvent[]> {
-  await sql`SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true),
-                   set_config('enable_bitmapscan', 'off', true)`.execute(trx);
-  const { rows } = await sql<StoredEvent>`
-    WITH RECURSIVE agencies (agency_id) AS (
-      (SELECT agency_id FROM events_unpublished ORDER BY agency_id LIMIT 1)
-      UNION ALL
-      SELECT (SELECT u.agency_id FROM events_unpublished u WHERE u.agency_id > a.agency_id
-               ORDER BY u.agency_id LIMIT 1)
-        FROM agencies a WHERE a.agency_id IS NOT NULL
-    ), chunk AS (
-      SELECT count(*) AS agencies, ceil(${limit}::numeric / greatest(count(*), 1))::int AS size
-        FROM agencies WHERE agency_id IS NOT NULL
-    ), walk (agency_id, seq, turn, n) AS (
-      -- turn: the event's place in its agency's queue; n: its place in this round's chunk (= size:
-      -- the chunk was full, so the agency may have more).
-      SELECT a.agency_id, c.seq, c.n, c.n FROM agencies a
-       CROSS JOIN LATERAL (
-         SELECT u.seq, row_number() OVER (ORDER BY u.seq) AS n FROM events_unpublished u
-          WHERE u.agency_id = a.agency_id ORDER BY u.seq LIMIT (SELECT size FROM chunk)
-       ) c
-       WHERE a.agency_id IS NOT NULL
-      UNION ALL
-      SELECT w.agency_id, c.seq, w.turn + c.n, c.n FROM walk w
-       CROSS JOIN LATERAL (
-         SELECT u.seq, row_number() OVER (ORDER BY u.seq) AS n FROM events_unpublished u
-          WHERE u.agency_id = w.agency_id AND u.seq > w.seq ORDER BY u.seq LIMIT (SELECT size FROM chunk)
-       ) c
-       WHERE w.n = (SELECT size FROM chunk) AND w.turn < ${limit}
-    ), turns AS (
-      -- The rounds before the one holding the last turn needed make fewer than limit rows, and a
-      -- round at most agencies * size: the first that many rows hold that whole round.
-      SELECT seq, turn FROM (SELECT * FROM walk LIMIT ${limit} + (SELECT agencies * size FROM chunk)) w
-       ORDER BY turn, seq LIMIT ${limit}
-    )
-    -- LIMIT 1 keeps this a lookup per chosen seq.
-    SELECT e.seq, e.id, e.agency_id, e.type, e.object_type, e.object_id, e.data, e.created_at
-      FROM turns t
-     CROSS JOIN LATERAL (SELECT * FROM events_unpublished u WHERE u.seq = t.seq LIMIT 1) e
-     ORDER BY t.turn, t.seq`.execute(trx);
-  await sql.raw('RESET jit; RESET enable_seqscan; RESET enable_bitmapscan').execute(trx);
-  return rows;
+  return takeRoundRobin<StoredEvent>(trx, { table: 'events_unpublished', order: 'seq' }, limit);
 }
 
 /** Forgets events RabbitMQ has confirmed. */
