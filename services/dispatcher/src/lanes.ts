@@ -24,6 +24,13 @@ interface Lane {
   /** The webhook as read with the last claim: an attempt starts with no read of its own, so it takes its slot at once. */
   target: DeliveryTarget | undefined;
   claiming: boolean;
+  /**
+   * The next claim takes ids above this (0: from the lane's start). A long lane is drained from
+   * where the last claim ended; see `claimFrom` for when a claim starts over.
+   */
+  after: number;
+  /** When the next claim starts from the lane's start again (ms). */
+  rewindAt: number;
   inFlight: number;
   /** Bumped by every hold: a claim that found the lane empty forgets it only if none came since. */
   holds: number;
@@ -101,6 +108,8 @@ export class Lanes implements LaneEntry {
         claimed: [],
         target: undefined,
         claiming: false,
+        after: 0,
+        rewindAt: 0,
         inFlight: 0,
         holds: 0,
         waitingNoticeDue: atMostEvery(60_000),
@@ -119,6 +128,7 @@ export class Lanes implements LaneEntry {
     if (this.endpoints.isOpen(webhookId)) {
       // Claims would only expire meanwhile: what this process claimed goes back to the lane.
       for (const held of lane.claimed.splice(0)) void this.store.unclaim(held.id).catch(() => {});
+      lane.after = 0;
       if (lane.inFlight === 0 && lane.waitingNoticeDue())
         this.logger.info({ webhookId }, 'deliveries held: the endpoint is failing (breaker open)');
       return;
@@ -136,9 +146,10 @@ export class Lanes implements LaneEntry {
     lane.claiming = true;
     const holds = lane.holds;
     const limit = trial ? 1 : this.options.claimSize;
+    const after = this.claimFrom(lane);
     // The webhook is read with each claim, so a changed URL or secret applies from the next few.
     Promise.all([
-      this.store.claim(webhookId, limit, this.options.leaseMs),
+      this.store.claim(webhookId, limit, this.options.leaseMs, after),
       this.store.target(webhookId),
     ]).then(
       ([claimed, target]) => {
@@ -151,7 +162,9 @@ export class Lanes implements LaneEntry {
         if (claimed.length > 0 && (!target || target.disabled_at)) return void this.dropLane(webhookId);
         lane.target = target;
         lane.claimed.push(...claimed);
-        if (claimed.length > 0) this.serve(webhookId);
+        // A short claim found the end of the lane: the next one starts over from its start.
+        lane.after = claimed.length === limit ? Math.max(after, ...claimed.map((held) => held.id)) : 0;
+        if (claimed.length > 0 || after > 0) this.serve(webhookId);
         else if (lane.inFlight === 0 && lane.claimed.length === 0 && lane.holds === holds) {
           // Empty, or every delivery in it claimed by other dispatchers: new ones may go straight
           // to the endpoint again. A scan finds the lane again if there is more.
@@ -164,6 +177,21 @@ export class Lanes implements LaneEntry {
         this.logFailure(error, webhookId, 'claiming held deliveries failed; the next scan tries again');
       },
     );
+  }
+
+  /**
+   * Where the lane's next claim starts: after the last one, so that draining a long lane does not
+   * step over every delivery already released (they stay in the index until a vacuum). From the
+   * start again once a claim found the end of the lane, when the breaker gave claims back, and at
+   * least every scan interval: there wait the rows this cursor passed by, a delivery held by a
+   * transaction that committed after a later one's, a retry that has come due, a claim of a
+   * dispatcher that died and whose lease has run out.
+   */
+  private claimFrom(lane: Lane): number {
+    const now = Date.now();
+    if (lane.after > 0 && now < lane.rewindAt) return lane.after;
+    lane.rewindAt = now + this.options.scanIntervalMs;
+    return 0;
   }
 
   private begin(webhookId: string, lane: Lane, held: HeldDelivery): void {

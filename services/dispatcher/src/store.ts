@@ -119,9 +119,9 @@ export class DeliveryStore {
     return this.holds.call({ delivery, notBefore });
   }
 
-  /** Claims the oldest free deliveries of a webhook's lane for `leaseMs`. */
-  claim(webhookId: string, limit: number, leaseMs: number): Promise<HeldDelivery[]> {
-    return claimHeldDeliveries(this.db, webhookId, limit, leaseMs);
+  /** Claims the oldest free deliveries of a webhook's lane with ids above `afterId`, for `leaseMs`. */
+  claim(webhookId: string, limit: number, leaseMs: number, afterId = 0): Promise<HeldDelivery[]> {
+    return claimHeldDeliveries(this.db, webhookId, limit, leaseMs, afterId);
   }
 
   /** A held delivery is done with: its attempt recorded and any retry confirmed. */

@@ -42,17 +42,21 @@ const HOLD = `/* prepared: hold_deliveries */
      ORDER BY ord`;
 
 /**
- * Claims up to `limit` of a webhook's free and due held deliveries, oldest first, for `leaseMs`. SKIP
- * LOCKED: two dispatchers claiming from one lane at once take different rows instead of waiting.
+ * Claims up to `limit` of a webhook's free and due held deliveries with ids above `afterId`, oldest
+ * first, for `leaseMs`. SKIP LOCKED: two dispatchers claiming from one lane at once take different
+ * rows instead of waiting. `afterId` lets a dispatcher draining a long lane go on from its last
+ * claim: released rows stay in the lane's index as dead entries until a vacuum, and a claim from the
+ * lane's start would step over every one of them (a backlog of 100,000 made each claim a scan).
  */
 export async function claimHeldDeliveries(
   db: Db,
   webhookId: string,
   limit: number,
   leaseMs: number,
+  afterId = 0,
 ): Promise<HeldDelivery[]> {
   const result = await db.executeQuery<{ id: string; delivery: unknown }>(
-    CompiledQuery.raw(CLAIM, [webhookId, limit, leaseMs / 1000]),
+    CompiledQuery.raw(CLAIM, [webhookId, limit, leaseMs / 1000, afterId]),
   );
   return result.rows.map((r) => ({ id: Number(r.id), delivery: r.delivery }));
 }
@@ -60,7 +64,8 @@ export async function claimHeldDeliveries(
 const CLAIM = `/* prepared: claim_held_deliveries */
     UPDATE held_deliveries h SET claimed_until = now() + make_interval(secs => $3::float8)
       FROM (SELECT id FROM held_deliveries
-             WHERE webhook_id = $1::text AND (claimed_until IS NULL OR claimed_until < now())
+             WHERE webhook_id = $1::text AND id > $4::bigint
+               AND (claimed_until IS NULL OR claimed_until < now())
                AND (not_before IS NULL OR not_before <= now())
              ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED) c
      WHERE h.id = c.id
