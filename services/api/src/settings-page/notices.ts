@@ -1,0 +1,16 @@
+import type { Request } from 'express';
+import { field } from './form-fields.ts';
+
+/** What a finished action tells the owner on the page it redirects to (no free text in URLs). */
+const NOTICES: Record<string, string> = {
+  'scopes-saved': 'The key’s scopes are saved; they apply to its next request.',
+  'key-revoked': 'The key is revoked: requests with it are refused from now on.',
+  'webhook-updated': 'Your changes are saved.',
+  'webhook-enabled': 'The webhook is on again, with a fresh failure streak.',
+  'webhook-disabled': 'The webhook is switched off: nothing is delivered to it until you switch it back on.',
+  'test-sent': 'A test event is on its way; it shows in the delivery log in a moment (reload the page).',
+  redelivered: 'The events are queued for delivery again; they show in the delivery log as they go.',
+};
+
+/** The notice a redirect names in `?notice=`, if it is one of ours. */
+export const notice = (req: Request): string | undefined => NOTICES[field(req.query.notice)];

@@ -1,0 +1,123 @@
+import { EVENT_TYPE_NAMES, SCOPES } from '@trips/contracts';
+import type { SessionUser } from '@trips/db';
+import type { ApiKeyView, WebhookView } from '@trips/settings';
+import { html, time, type SafeHtml } from '../html.ts';
+import { banners, checkboxes, csrfField, page, stateBadge, type Banner } from './layout.ts';
+import { webhookFields, type WebhookDraft } from './webhook-form.ts';
+
+export function overviewPage(
+  user: SessionUser,
+  input: { keys: ApiKeyView[]; webhooks: WebhookView[]; draft?: WebhookDraft } & Banner,
+): string {
+  const draft = input.draft ?? {};
+  return page(
+    'API settings',
+    html`<h1>API settings</h1>
+      ${banners(input)}
+      <section class="card" aria-labelledby="keys-heading">
+        <h2 id="keys-heading">API keys</h2>
+        ${input.keys.length === 0 ? html`<p>No keys yet.</p>` : keysTable(user, input.keys)}
+        <h3>Create a key</h3>
+        <form method="post" action="/settings/keys">
+          ${csrfField(user)}
+          <label for="key-name">Name <span class="hint">(optional, e.g. what uses it)</span></label>
+          <input id="key-name" name="name" type="text" maxlength="200" />
+          ${checkboxes('scopes', 'Scopes', SCOPES, ['trips:read'])}
+          <div class="actions"><button type="submit">Create key</button></div>
+        </form>
+      </section>
+
+      <section class="card" aria-labelledby="webhooks-heading">
+        <h2 id="webhooks-heading">Webhooks</h2>
+        ${input.webhooks.length === 0 ? html`<p>No webhooks yet.</p>` : webhooksTable(input.webhooks)}
+        <h3>Add a webhook</h3>
+        <form method="post" action="/settings/webhooks">
+          ${csrfField(user)}
+          ${webhookFields('webhook', { url: draft.url ?? '', description: draft.description ?? '', events: draft.events ?? [] })}
+          <div class="actions"><button type="submit">Add webhook</button></div>
+        </form>
+      </section>`,
+    user,
+  );
+}
+
+function keysTable(user: SessionUser, keys: ApiKeyView[]): SafeHtml {
+  return html`<table>
+    <caption>
+      Keys of ${user.agencyName}; a key itself is shown only when it is created.
+    </caption>
+    <thead>
+      <tr>
+        <th scope="col">Key</th>
+        <th scope="col">Scopes</th>
+        <th scope="col">Created</th>
+        <th scope="col">Last used</th>
+        <th scope="col">Actions</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${keys.map(
+        (key) =>
+          html`<tr>
+            <th scope="row"><code>${key.prefix}…</code>${key.name ? html`<br />${key.name}` : ''}</th>
+            <td>
+              ${
+                key.revoked_at
+                  ? html`${stateBadge('revoked')} ${time(key.revoked_at)}`
+                  : html`<form method="post" action="/settings/keys/${key.id}/scopes">
+                      ${csrfField(user)}
+                      ${checkboxes('scopes', `Scopes of ${key.prefix}…`, SCOPES, key.scopes)}
+                      <button type="submit" class="secondary">Save scopes</button>
+                    </form>`
+              }
+            </td>
+            <td>${time(key.created_at)}</td>
+            <td>${time(key.last_used_at, 'never')}</td>
+            <td>
+              ${
+                key.revoked_at
+                  ? ''
+                  : html`<form method="post" action="/settings/keys/${key.id}/revoke">
+                      ${csrfField(user)}<button
+                        type="submit"
+                        class="danger"
+                        aria-label="Revoke key ${key.prefix}…"
+                      >
+                        Revoke
+                      </button>
+                    </form>`
+              }
+            </td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}
+
+function webhooksTable(webhooks: WebhookView[]): SafeHtml {
+  return html`<table>
+    <thead>
+      <tr>
+        <th scope="col">Endpoint</th>
+        <th scope="col">Events</th>
+        <th scope="col">State</th>
+        <th scope="col">Last success</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${webhooks.map(
+        (w) =>
+          html`<tr>
+            <th scope="row">
+              <a href="/settings/webhooks/${w.id}" class="mono">${w.url}</a>${
+                w.description ? html`<br />${w.description}` : ''
+              }
+            </th>
+            <td>${w.events.length === EVENT_TYPE_NAMES.length ? 'all events' : w.events.join(', ')}</td>
+            <td>${stateBadge(w.state)}</td>
+            <td>${time(w.last_success_at, 'never')}</td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}

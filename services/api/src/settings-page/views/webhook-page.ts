@@ -1,0 +1,181 @@
+import type { SessionUser, WebhookAttemptRow } from '@trips/db';
+import type { WebhookView } from '@trips/settings';
+import { html, time, type SafeHtml } from '../html.ts';
+import { banners, csrfField, page, stateBadge, type Banner } from './layout.ts';
+import { webhookFields, type WebhookDraft } from './webhook-form.ts';
+
+export const OVERLAP_CHOICES: { value: string; label: string }[] = [
+  { value: '0', label: 'no overlap: the old secret stops now' },
+  { value: '3600', label: '1 hour' },
+  { value: '86400', label: '24 hours' },
+  { value: '259200', label: '3 days' },
+  { value: '604800', label: '7 days' },
+];
+
+export interface WebhookPageInput extends Banner {
+  webhook: WebhookView & { secrets: { created_at: Date; expires_at: Date | null }[] };
+  attempts: WebhookAttemptRow[];
+  /** EVENT_RETENTION, e.g. '30 days'. */
+  retention: string;
+  draft?: WebhookDraft;
+}
+
+export function webhookPage(user: SessionUser, input: WebhookPageInput): string {
+  const w = input.webhook;
+  const draft = input.draft ?? {};
+  const on = w.state === 'active' || w.state === 'failing';
+  const action = (path: string) => `/settings/webhooks/${w.id}${path}`;
+  return page(
+    'Webhook',
+    html`<p><a href="/settings">← API settings</a></p>
+      <h1>Webhook <span class="mono">${w.url}</span></h1>
+      ${banners(input)}
+      <section class="card" aria-labelledby="state-heading">
+        <h2 id="state-heading">State</h2>
+        <dl class="facts">
+          <dt>State</dt>
+          <dd>${stateBadge(w.state)}</dd>
+          <dt>Failing since</dt>
+          <dd>${time(w.failing_since)}</dd>
+          <dt>Switched off since</dt>
+          <dd>${time(w.disabled_at)}</dd>
+          <dt>Last success</dt>
+          <dd>${time(w.last_success_at, 'never')}</dd>
+          <dt>Last failure</dt>
+          <dd>${time(w.last_failure_at, 'never')}</dd>
+          <dt>Last error</dt>
+          <dd>${w.last_error ?? '—'}</dd>
+          <dt>Signing secrets</dt>
+          <dd>
+            ${w.secrets.map(
+              (s) =>
+                html`made
+                  ${time(s.created_at)}${s.expires_at ? html`, signs until ${time(s.expires_at)}` : ''}<br />`,
+            )}
+          </dd>
+        </dl>
+        <div class="actions">
+          ${
+            on
+              ? html`<form method="post" action="${action('/disable')}">
+                    ${csrfField(user)} <button type="submit" class="danger">Switch off</button>
+                  </form>
+                  <form method="post" action="${action('/test')}">
+                    ${csrfField(user)} <button type="submit" class="secondary">Send a test event</button>
+                  </form>`
+              : html`<form method="post" action="${action('/enable')}">
+                    ${csrfField(user)} <button type="submit">Switch back on</button>
+                  </form>
+                  <p class="hint">
+                    Switching on starts a fresh failure streak; events from while it was off are not sent
+                    (redeliver them below).
+                  </p>`
+          }
+        </div>
+      </section>
+
+      <section class="card" aria-labelledby="attempts-heading">
+        <h2 id="attempts-heading">Delivery log</h2>
+        ${input.attempts.length === 0 ? html`<p>No deliveries yet.</p>` : attemptsTable(input.attempts)}
+      </section>
+
+      <section class="card" aria-labelledby="rotate-heading">
+        <h2 id="rotate-heading">Rotate the signing secret</h2>
+        <form method="post" action="${action('/rotate-secret')}">
+          ${csrfField(user)}
+          <label for="overlap">Keep the current secret signing for</label>
+          <p class="hint" id="overlap-hint">
+            During the overlap each delivery carries both signatures, so your endpoint can switch without
+            losing one.
+          </p>
+          <select id="overlap" name="overlap_seconds" aria-describedby="overlap-hint">
+            ${OVERLAP_CHOICES.map(
+              (c) =>
+                html`<option value="${c.value}" ${c.value === '86400' ? html` selected` : ''}>
+                  ${c.label}
+                </option>`,
+            )}
+          </select>
+          <div class="actions"><button type="submit" class="secondary">Rotate secret</button></div>
+        </form>
+      </section>
+
+      ${
+        on
+          ? html`<section class="card" aria-labelledby="redeliver-heading">
+              <h2 id="redeliver-heading">Redeliver events</h2>
+              <form method="post" action="${action('/redeliver')}">
+                ${csrfField(user)}
+                <label for="since">Send again every event since (UTC)</label>
+                <p class="hint" id="since-hint">
+                  Within the last ${input.retention}; your endpoint ignores events it already has by their id.
+                </p>
+                <input id="since" name="since" type="datetime-local" required aria-describedby="since-hint" />
+                <div class="actions"><button type="submit" class="secondary">Redeliver</button></div>
+              </form>
+            </section>`
+          : ''
+      }
+
+      <section class="card" aria-labelledby="edit-heading">
+        <h2 id="edit-heading">Change the webhook</h2>
+        <form method="post" action="${action('')}">
+          ${csrfField(user)}
+          ${webhookFields('edit', {
+            url: draft.url ?? w.url,
+            description: draft.description ?? w.description ?? '',
+            events: draft.events ?? w.events,
+          })}
+          <div class="actions"><button type="submit" class="secondary">Save changes</button></div>
+        </form>
+      </section>`,
+    user,
+  );
+}
+
+function attemptsTable(attempts: WebhookAttemptRow[]): SafeHtml {
+  return html`<table>
+    <caption>
+      The last ${attempts.length} attempts, newest first.
+    </caption>
+    <thead>
+      <tr>
+        <th scope="col">Time</th>
+        <th scope="col">Event</th>
+        <th scope="col">Attempt</th>
+        <th scope="col">Result</th>
+        <th scope="col">Duration</th>
+        <th scope="col">Answer</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${attempts.map(
+        (a) =>
+          html`<tr>
+            <td>${time(a.attempted_at)}</td>
+            <td><code>${a.event_type}</code><br /><code>${a.event_id}</code></td>
+            <td>${a.attempt}</td>
+            <td>
+              ${
+                a.succeeded
+                  ? html`<span class="state state-active">Delivered</span>`
+                  : html`<span class="state state-failing">Failed</span>`
+              }
+              ${a.status_code ?? ''} ${a.error ?? ''}
+            </td>
+            <td>${a.duration_ms} ms</td>
+            <td>
+              ${
+                a.response_body
+                  ? html`<details>
+                      <summary>First KiB</summary>
+                      <pre class="mono">${a.response_body}</pre>
+                    </details>`
+                  : '—'
+              }
+            </td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}
