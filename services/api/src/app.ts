@@ -11,7 +11,7 @@ import { assignRequestId } from './http/request-id.ts';
 import { takeMalformedEscapesLiterally } from './http/malformed-escapes.ts';
 import { enforceRateLimit, takeRateLimitToken } from './rate-limit/middleware.ts';
 import type { TokenBucketStore } from './rate-limit/token-bucket.ts';
-import { KNOWN_PATHS, addReadApiRoutes } from './routes/read-api.ts';
+import { addReadApiRoutes } from './routes/read-api.ts';
 import { addDocsRoutes } from './routes/docs.ts';
 import type { EventCursors } from './routes/event-cursors.ts';
 import { addEventsRoute } from './routes/events.ts';
@@ -62,9 +62,10 @@ export function createApp(deps: ApiDependencies): Express {
   const api = Router();
   api.use(rememberMount, takeMalformedEscapesLiterally);
   api.use(authenticate(deps.credentials, deps.onKeyUsed), takeRateLimitToken(deps.rateLimits, deps.logger));
-  addReadApiRoutes(api, deps.db);
-  addEventsRoute(api, deps);
-  api.all(KNOWN_PATHS, enforceRateLimit, methodNotAllowed);
+  // The paths that exist under /api/v1, as their routes were added: another method on one is a
+  // 405, GET being the only method on each; an unknown path a 404.
+  const knownPaths = [...addReadApiRoutes(api, deps.db), ...addEventsRoute(api, deps)];
+  api.all(knownPaths, enforceRateLimit, methodNotAllowed);
   api.use(enforceRateLimit, (req) => {
     throw new ApiError('not_found', `No such path: ${req.method} /api/v1${req.path.slice(0, 200)}`);
   });

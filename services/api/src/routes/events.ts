@@ -43,11 +43,13 @@ export interface EventsRouterDeps {
  * GET /events (spec 4.2, D6). Reads `seq > cursor`: the recorder makes events visible in seq order
  * (see packages/db repositories/events.ts), so a reader paging while writers commit never skips
  * one. A key sees only the types its scopes allow (D2); `events:read` is needed for the endpoint.
+ * Returns the path it adds.
  */
-export function addEventsRoute(router: IRouter, deps: EventsRouterDeps): void {
+export function addEventsRoute(router: IRouter, deps: EventsRouterDeps): string[] {
   const retentionMs = deps.eventRetentionMs;
   const cursors = deps.eventCursors;
-  router.get('/events', ...guard(EVENTS_SCOPE), async (req, res) => {
+  const path = '/events';
+  router.get(path, ...guard(EVENTS_SCOPE), async (req, res) => {
     const query = readQuery(req, PARAMS);
     const limit = readLimit(query.limit, { max: 1000, fallback: 100 });
     const requested = readTypes(query.types);
@@ -93,4 +95,5 @@ export function addEventsRoute(router: IRouter, deps: EventsRouterDeps): void {
       has_more: hasMore,
     });
   });
+  return [path];
 }

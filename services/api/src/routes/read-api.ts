@@ -14,10 +14,11 @@ import { addResourceRoutes } from './resources.ts';
 
 /**
  * Trips, payments and contacts: the read API of interface.md 4.1 and 4.3 with D4/D5. Lookups by
- * id run their SQL compiled once (the hot path); lists build theirs per request.
+ * id run their SQL compiled once (the hot path); lists build theirs per request. Returns the paths
+ * it adds.
  */
-export function addReadApiRoutes(router: IRouter, db: Kysely<Database>): void {
-  addResourceRoutes(router, db, {
+export function addReadApiRoutes(router: IRouter, db: Kysely<Database>): string[] {
+  const trips = addResourceRoutes(router, db, {
     path: '/trips',
     noun: 'trip',
     scope: 'trips:read',
@@ -26,7 +27,7 @@ export function addReadApiRoutes(router: IRouter, db: Kysely<Database>): void {
     present: presentTripWithItinerary,
     presentInList: (row) => presentTrip(row),
   });
-  addResourceRoutes(router, db, {
+  const payments = addResourceRoutes(router, db, {
     path: '/payments',
     noun: 'payment',
     scope: 'payments:read',
@@ -35,7 +36,7 @@ export function addReadApiRoutes(router: IRouter, db: Kysely<Database>): void {
     present: presentPayment,
     presentInList: presentPayment,
   });
-  addResourceRoutes(router, db, {
+  const contacts = addResourceRoutes(router, db, {
     path: '/contacts',
     noun: 'contact',
     scope: 'contacts:read',
@@ -44,15 +45,5 @@ export function addReadApiRoutes(router: IRouter, db: Kysely<Database>): void {
     present: presentContact,
     presentInList: presentContact,
   });
+  return [...trips, ...payments, ...contacts];
 }
-
-/** Paths that exist under /api/v1 (for 405 versus 404), GET being the only method on each. */
-export const KNOWN_PATHS = [
-  '/trips',
-  '/trips/:id',
-  '/payments',
-  '/payments/:id',
-  '/contacts',
-  '/contacts/:id',
-  '/events',
-];

@@ -21,13 +21,17 @@ export interface ResourceSpec<Row, ListRow> {
 
 const LIST_PARAMS = ['updated_since', 'limit', 'cursor'] as const;
 
-/** Adds the resource's two routes to `router` (the API's own: see app.ts for why not a Router). */
+/**
+ * Adds the resource's two routes to `router` (the API's own: see app.ts for why not a Router), and
+ * returns their paths.
+ */
 export function addResourceRoutes<Row, ListRow>(
   router: IRouter,
   db: Kysely<Database>,
   spec: ResourceSpec<Row, ListRow>,
-): void {
-  router.get(`${spec.path}/:id`, ...guard(spec.scope), async (req, res) => {
+): string[] {
+  const itemPath = `${spec.path}/:id`;
+  router.get(itemPath, ...guard(spec.scope), async (req, res) => {
     readQuery(req, []);
     const id = String(req.params.id);
     // Another agency's object and a missing one get the very same answer (D1).
@@ -49,4 +53,5 @@ export function addResourceRoutes<Row, ListRow>(
       has_more: page.next !== null,
     });
   });
+  return [spec.path, itemPath];
 }
