@@ -60,12 +60,11 @@ ENTRYPOINT ["/usr/bin/tini", "--"]
 # --- the read API and the settings page, /healthz and /readyz on PORT
 FROM runtime AS api
 COPY --from=api-install /workspace/node_modules /app/node_modules
+COPY --from=api-install /workspace/packages/broker /app/packages/broker
 COPY --from=api-install /workspace/packages/contracts /app/packages/contracts
 COPY --from=api-install /workspace/packages/db /app/packages/db
 COPY --from=api-install /workspace/packages/runtime /app/packages/runtime
 COPY --from=api-install /workspace/packages/settings /app/packages/settings
-# The settings page's module publishes to the dispatcher's queues, named by the dispatcher's topology.
-COPY --from=api-install /workspace/services/dispatcher /app/services/dispatcher
 COPY --from=api-install /workspace/services/api /app/services/api
 WORKDIR /app/services/api
 USER 1000:1000
@@ -75,6 +74,7 @@ CMD ["node", "src/main.ts"]
 # --- the recorder (outbox relay), /healthz and /readyz on RECORDER_HEALTH_PORT
 FROM runtime AS recorder
 COPY --from=recorder-install /workspace/node_modules /app/node_modules
+COPY --from=recorder-install /workspace/packages/broker /app/packages/broker
 COPY --from=recorder-install /workspace/packages/contracts /app/packages/contracts
 COPY --from=recorder-install /workspace/packages/db /app/packages/db
 COPY --from=recorder-install /workspace/packages/runtime /app/packages/runtime
@@ -87,6 +87,7 @@ CMD ["node", "src/main.ts"]
 # --- the dispatcher (webhook deliveries), /healthz and /readyz on DISPATCHER_HEALTH_PORT
 FROM runtime AS dispatcher
 COPY --from=dispatcher-install /workspace/node_modules /app/node_modules
+COPY --from=dispatcher-install /workspace/packages/broker /app/packages/broker
 COPY --from=dispatcher-install /workspace/packages/contracts /app/packages/contracts
 COPY --from=dispatcher-install /workspace/packages/db /app/packages/db
 COPY --from=dispatcher-install /workspace/packages/runtime /app/packages/runtime
@@ -102,13 +103,12 @@ CMD ["node", "src/main.ts"]
 #   docker run --rm -e DATABASE_URL trips/migrate node src/main.ts webhook list --agency agy_…
 FROM runtime AS migrate
 COPY --from=tripctl-install /workspace/node_modules /app/node_modules
+COPY --from=tripctl-install /workspace/packages/broker /app/packages/broker
 COPY --from=tripctl-install /workspace/packages/contracts /app/packages/contracts
 COPY --from=tripctl-install /workspace/packages/db /app/packages/db
 COPY --from=tripctl-install /workspace/packages/runtime /app/packages/runtime
 COPY --from=tripctl-install /workspace/packages/settings /app/packages/settings
 COPY --from=tripctl-install /workspace/packages/tripctl /app/packages/tripctl
-# tripctl's settings module uses the dispatcher's queue topology (test events, redelivery).
-COPY --from=tripctl-install /workspace/services/dispatcher /app/services/dispatcher
 WORKDIR /app/packages/tripctl
 USER 1000:1000
 CMD ["node", "src/main.ts", "migrate"]

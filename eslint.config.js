@@ -47,7 +47,7 @@ export default tseslint.config(
     // (docs/benchmarks.md).
     // So the API and the packages it loads take node:http's values from
     // process.getBuiltinModule('node:http'), which does not; `import type` is free.
-    files: ['services/api/src/**', 'packages/{contracts,db,runtime,settings}/src/**'],
+    files: ['services/api/src/**', 'packages/{broker,contracts,db,runtime,settings}/src/**'],
     rules: {
       'no-restricted-imports': [
         'error',

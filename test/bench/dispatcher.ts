@@ -10,9 +10,10 @@
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import amqplib from 'amqplib';
+import { queueNames, topology } from '@trips/broker';
 import { eventRecord, type EventMessage } from '@trips/contracts';
 import { createAgency, createDb, createWebhook } from '@trips/db';
-import { queueNames, readConfig, topology } from '@trips/dispatcher';
+import { readConfig } from '@trips/dispatcher';
 import {
   amqpUrl,
   createTestCa,

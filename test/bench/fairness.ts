@@ -41,8 +41,9 @@ import { execFile } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { queueNames, topology, type Topology } from '@trips/broker';
 import { createAgency, createDb, createPool, createWebhook } from '@trips/db';
-import { queueNames, readConfig, topology, type Topology } from '@trips/dispatcher';
+import { readConfig } from '@trips/dispatcher';
 import {
   amqpUrl,
   createTestCa,

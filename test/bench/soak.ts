@@ -11,8 +11,9 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import amqplib from 'amqplib';
+import { queueNames, topology } from '@trips/broker';
 import { createAgency, createApiKey, createDb, createWebhook } from '@trips/db';
-import { queueNames, readConfig, topology } from '@trips/dispatcher';
+import { readConfig } from '@trips/dispatcher';
 import {
   amqpUrl,
   createTestCa,

@@ -51,18 +51,18 @@ describe("each of the Dockerfile's images follows the image policy", () => {
 
   test('the workspace closure in the images is what the package.json files say', () => {
     expect(workspaceClosure('services/api')).toEqual([
+      'packages/broker',
       'packages/contracts',
       'packages/db',
       'packages/runtime',
       'packages/settings',
-      'services/dispatcher',
     ]);
     expect(workspaceClosure('packages/tripctl')).toEqual([
+      'packages/broker',
       'packages/contracts',
       'packages/db',
       'packages/runtime',
       'packages/settings',
-      'services/dispatcher',
     ]);
   });
 });

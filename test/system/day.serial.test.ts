@@ -1,9 +1,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { queueNames, topology } from '@trips/broker';
 import { EVENT_TYPE_NAMES } from '@trips/contracts';
 import { createApiKey, createWebhook, findWebhook, listOwnerEmails, setWebhookEnabled } from '@trips/db';
-import { queueNames, topology } from '@trips/dispatcher';
 import {
   amqpUrl,
   onAmqpChannel,

@@ -1,9 +1,8 @@
+import { queueNames, topology } from '@trips/broker';
 import { createAgency, createPool, createWebhook } from '@trips/db';
 import {
-  queueNames,
   readConfig as readDispatcherConfig,
   startDispatcherService,
-  topology,
   type DispatcherService,
 } from '@trips/dispatcher';
 import {

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { queueNames, readConfig, topology } from '@trips/dispatcher';
+import { queueNames, topology } from '@trips/broker';
+import { readConfig } from '@trips/dispatcher';
 import {
   createTestDatabase,
   deleteAmqpObjects,

@@ -1,4 +1,5 @@
 import amqplib from 'amqplib';
+import { deliveryMessageProperties } from '@trips/broker';
 import type { DeliveryMessage } from '@trips/contracts';
 import { withTimeout } from '@trips/runtime';
 import { SettingsError } from './errors.ts';
@@ -51,13 +52,7 @@ export async function publishDeliveries(
     ch.on('error', () => {});
     for await (const batch of deliveries) {
       for (const delivery of batch) {
-        ch.sendToQueue(queue, Buffer.from(JSON.stringify(delivery)), {
-          persistent: true,
-          contentType: 'application/json',
-          messageId: delivery.event.id,
-          type: delivery.event.type,
-          headers: { webhook_id: delivery.webhook_id },
-        });
+        ch.sendToQueue(queue, Buffer.from(JSON.stringify(delivery)), deliveryMessageProperties(delivery));
       }
       await withTimeout(ch.waitForConfirms(), options.timeoutMs, () =>
         unavailable(

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
+import { topology } from '@trips/broker';
 import { EVENT_TYPES, eventRecord, ID_PREFIXES, isEventType, TRIP_STATUSES } from '@trips/contracts';
 import type { DeliveryMessage, EventSource } from '@trips/contracts';
 import {
@@ -24,7 +25,6 @@ import {
   type WebhookAttemptRow,
   type WebhookRow,
 } from '@trips/db';
-import { topology } from '@trips/dispatcher/topology';
 import { invalid, notFound, SettingsError } from './errors.ts';
 import { hashPassword } from './passwords.ts';
 import { publishDeliveries } from './publisher.ts';

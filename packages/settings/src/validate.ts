@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
+import { isPublicAddress } from '@trips/broker';
 import { EVENT_TYPE_NAMES, isEventType, SCOPES } from '@trips/contracts';
-import { isPublicAddress } from '@trips/dispatcher/ssrf';
 import { invalid } from './errors.ts';
 
 /** The webhooks table refuses longer URLs (migration 0005). */

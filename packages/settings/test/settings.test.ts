@@ -1,9 +1,9 @@
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import amqplib from 'amqplib';
 import { sql } from 'kysely';
+import { topology } from '@trips/broker';
 import { isValid, type DeliveryMessage } from '@trips/contracts';
 import { createAgency, createUser, ensureEventPartitions, findDeliveryTarget } from '@trips/db';
-import { topology } from '@trips/dispatcher';
 import {
   amqpUrl,
   createTestDatabase,

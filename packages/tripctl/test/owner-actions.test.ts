@@ -1,9 +1,9 @@
 import { Readable } from 'node:stream';
 import amqplib from 'amqplib';
 import { sql } from 'kysely';
+import { topology } from '@trips/broker';
 import type { DeliveryMessage } from '@trips/contracts';
 import { ensureEventPartitions, findDeliveryTarget } from '@trips/db';
-import { topology } from '@trips/dispatcher';
 import { verifyPassword } from '@trips/settings';
 import {
   amqpUrl,

@@ -1,7 +1,7 @@
 // What the API process loads. Every module it loads stays on its heap for good, and a larger old
 // generation makes each mark-compact longer, a pause every request in flight waits out. So the API
 // loads neither a JSON Schema compiler (it only needs the contracts' types and constants), nor the
-// dispatcher's service code (the settings module needs only its queue names and its SSRF check),
+// dispatcher's code (the settings module needs only @trips/broker's queue names and SSRF check),
 // nor undici, which an ES import of node:http brings (eslint.config.js): together 7.8 MB of the
 // 24.1 MB the API's code held after start-up (docs/benchmarks.md).
 import { execFileSync } from 'node:child_process';
@@ -40,7 +40,7 @@ test('the API loads no JSON Schema compiler, none of the dispatcher service and 
   const packages = [...new Set(modules.map(packageOf))];
   expect(packages).toEqual(expect.arrayContaining(['express', 'pg', 'kysely']));
   expect(packages.filter((name) => name && HEAVY_PACKAGES.includes(name))).toEqual([]);
-  expect(modules.map(dispatcherFileOf).filter(Boolean).sort()).toEqual(['ssrf.ts', 'topology.ts']);
+  expect(modules.map(dispatcherFileOf).filter(Boolean).sort()).toEqual([]);
   expect(builtins.filter(isUndici)).toEqual([]);
 });
 

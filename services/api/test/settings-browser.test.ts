@@ -2,14 +2,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { queueNames, topology } from '@trips/broker';
 import { ensureEventPartitions } from '@trips/db';
-import {
-  readConfig,
-  startDispatcherService,
-  topology,
-  queueNames,
-  type DispatcherService,
-} from '@trips/dispatcher';
+import { readConfig, startDispatcherService, type DispatcherService } from '@trips/dispatcher';
 import {
   amqpUrl,
   createTestCa,

@@ -98,7 +98,7 @@ function deliveryPolicy(c: { retryDelaysMs: number[]; failureWindowMs: number; t
      * to half a second.
      */
     sweepIntervalMs: Math.min(60_000, Math.max(250, Math.round(c.failureWindowMs / 20))),
-    /** Every delay a retry can wait in a queue: one delay queue each (topology.ts). */
+    /** Every delay a retry can wait in a queue: one delay queue each (@trips/broker's topology.ts). */
     queueDelaysMs: [...new Set(c.retryDelaysMs)],
     /**
      * How long a dispatcher's claim on held deliveries lasts (lanes.ts): the deliveries claimed at

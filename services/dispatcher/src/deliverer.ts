@@ -1,4 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
+import { deliveryMessageProperties, type Topology } from '@trips/broker';
 import { isValid, type DeliveryMessage } from '@trips/contracts';
 import type { DeliveryTarget } from '@trips/db';
 import { atMostEvery, type Logger } from '@trips/runtime';
@@ -8,7 +9,6 @@ import type { AttemptResult, Sender } from './delivery.ts';
 import type { DeferReason, Endpoints } from './endpoints.ts';
 import { nextRetry } from './schedule.ts';
 import type { DeliveryStore } from './store.ts';
-import type { Topology } from './topology.ts';
 
 export interface DelivererDeps {
   store: DeliveryStore;
@@ -74,12 +74,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
   const refusedRetryNoticeDue = atMostEvery(60_000);
 
   const publish = (publisher: Publisher, queue: string, delivery: DeliveryMessage) =>
-    publisher.publish('', queue, Buffer.from(JSON.stringify(delivery)), {
-      contentType: 'application/json',
-      messageId: delivery.event.id,
-      type: delivery.event.type,
-      headers: { webhook_id: delivery.webhook_id },
-    });
+    publisher.publish('', queue, Buffer.from(JSON.stringify(delivery)), deliveryMessageProperties(delivery));
 
   const prepare = (delivery: DeliveryMessage, target: DeliveryTarget | undefined): Outcome | undefined => {
     if (!target) return { kind: 'dropped', reason: 'webhook_gone' };

@@ -1,9 +1,9 @@
 import { Agent as HttpsAgent } from 'node:https';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import got, { type Got } from 'got';
+import { createSsrfGuard, guardedGotOptions } from '@trips/broker';
 import type { Event } from '@trips/contracts';
 import { signatureHeader } from './signature.ts';
-import { createSsrfGuard, guardedGotOptions } from './ssrf.ts';
 
 /** D7: the User-Agent of every delivery. */
 export const USER_AGENT = 'TripService-Webhooks/1';

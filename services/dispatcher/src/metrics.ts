@@ -1,7 +1,7 @@
+import type { Topology } from '@trips/broker';
 import { Counter, Gauge, Histogram, type Registry } from '@trips/runtime';
 import type { Outcome } from './deliverer.ts';
 import type { Endpoints } from './endpoints.ts';
-import type { Topology } from './topology.ts';
 
 /** The dispatcher's Prometheus metrics (docs/operations.md says what to alert on). */
 export function dispatcherMetrics(

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { sql, type Kysely } from 'kysely';
-import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
+import { declareTopology, topology, type QueueLimits } from '@trips/broker';
+import { connectBroker } from '@trips/broker/connect';
 import { compileValidators, type DeliveryMessage } from '@trips/contracts';
 import { countHeldDeliveries, createDb, pruneWebhookAttempts, type Database } from '@trips/db';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
@@ -16,7 +17,6 @@ import { Mailer } from './mailer.ts';
 import { dispatcherMetrics } from './metrics.ts';
 import { DeliveryStore } from './store.ts';
 import { enforceSwitchOff } from './switch-off.ts';
-import { declareTopology, topology, type QueueLimits } from './topology.ts';
 
 export interface DispatcherService {
   readonly healthPort: number;
@@ -72,14 +72,7 @@ export async function startDispatcherService(
   compileValidators();
   const db: Kysely<Database> = createDb(config.databaseUrl, { max: 10, applicationName: 'trips-dispatcher' });
   const names = topology(config.amqpPrefix, config.policy.queueDelaysMs, hooks.queueLimits);
-  const connection: AmqpConnectionManager = amqp.connect([config.amqpUrl], {
-    heartbeatIntervalInSeconds: 10,
-  });
-  connection.on('connect', () => logger.info('connected to RabbitMQ'));
-  // The message says why (a broker shutdown, a forced reconnect); a stack trace adds nothing here.
-  connection.on('disconnect', ({ err }) =>
-    logger.warn({ err: err?.message }, 'disconnected from RabbitMQ; reconnecting'),
-  );
+  const connection = connectBroker(config.amqpUrl, logger);
 
   const sender = new Sender({
     timeoutMs: config.timeoutMs,

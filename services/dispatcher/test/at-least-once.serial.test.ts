@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { queueNames, topology } from '@trips/broker';
 import type { EventMessage } from '@trips/contracts';
 import {
   amqpUrl,
@@ -16,7 +17,7 @@ import {
   type TestDatabase,
   type TestReceiver,
 } from '@trips/testkit';
-import { queueNames, readConfig, topology } from '../src/index.ts';
+import { readConfig } from '../src/index.ts';
 import { agencyWithOwners, makeEvent, webhookFor } from './support.ts';
 
 // The dispatcher as its own process, killed with SIGKILL mid-delivery and cut off by a RabbitMQ

@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { queueNames, topology } from '@trips/broker';
 import {
   amqpUrl,
   createTestCa,
@@ -15,7 +16,7 @@ import {
   type TestDatabase,
   type TestReceiver,
 } from '@trips/testkit';
-import { queueNames, readConfig, topology } from '../src/index.ts';
+import { readConfig } from '../src/index.ts';
 import {
   agencyWithOwners,
   makeEvent,

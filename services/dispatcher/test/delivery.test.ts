@@ -1,5 +1,6 @@
 import amqplib from 'amqplib';
 import { sql } from 'kysely';
+import { topology } from '@trips/broker';
 import { generateWebhookSecret, listWebhookAttempts } from '@trips/db';
 import {
   amqpUrl,
@@ -11,7 +12,7 @@ import {
   type TestReceiver,
 } from '@trips/testkit';
 import { storableText } from '../src/delivery.ts';
-import { topology, USER_AGENT } from '../src/index.ts';
+import { USER_AGENT } from '../src/index.ts';
 import {
   agencyWithOwners,
   makeEvent,

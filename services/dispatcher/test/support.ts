@@ -1,5 +1,6 @@
 import amqplib from 'amqplib';
 import type { Kysely } from 'kysely';
+import { queueNames, topology } from '@trips/broker';
 import { eventRecord, type Event, type EventType, type EventMessage } from '@trips/contracts';
 import { createAgency, createUser, createWebhook, type Database } from '@trips/db';
 import {
@@ -11,10 +12,8 @@ import {
   type TestDatabase,
 } from '@trips/testkit';
 import {
-  queueNames,
   readConfig,
   startDispatcherService,
-  topology,
   type DispatcherHooks,
   type DispatcherService,
   type Outcome,

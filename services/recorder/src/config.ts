@@ -1,3 +1,4 @@
+import { eventsExchangeName } from '@trips/broker';
 import { EnvReader, readCommonConfig } from '@trips/runtime';
 
 /**
@@ -50,5 +51,5 @@ export type RecorderConfig = ReturnType<typeof readConfig>;
 
 /** The durable topic exchange events are published to; routing key = event type. */
 export function eventsExchange(config: Pick<RecorderConfig, 'amqpPrefix'>): string {
-  return `${config.amqpPrefix}trips.events`;
+  return eventsExchangeName(config.amqpPrefix);
 }

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { ConfirmChannel, Message } from 'amqplib';
+import { eventMessageProperties } from '@trips/broker';
 import { PUBLISH_LOCK, markPublished, takeUnpublished, type Database, type StoredEvent } from '@trips/db';
 import { atMostEvery, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
@@ -39,9 +40,9 @@ export interface PublisherOptions {
  * connection lives (the exchange declared with another type, 406) is replaced after a pause, by
  * RecoveringChannel, as the dispatcher's are.
  *
- * The dispatcher's events queue is bounded (its topology.ts): when it is full, RabbitMQ refuses
- * (nacks) the publishes. Refused events stay unpublished and go again in the next round (after
- * REFUSED_RETRY_MS when the queue took none), in a
+ * The dispatcher's events queue is bounded (@trips/broker's topology.ts): when it is full,
+ * RabbitMQ refuses (nacks) the publishes. Refused events stay unpublished and go again in the
+ * next round (after REFUSED_RETRY_MS when the queue took none), in a
  * batch no larger than what the queue took last time, or MIN_WINDOW if that is more (and never
  * more than the batch size), then doubling again, so a full queue costs a few refusals per round,
  * not a whole batch's. The batch is taken round-robin across agencies
@@ -135,16 +136,7 @@ export class Publisher {
           this.options.exchange,
           e.type,
           Buffer.from(JSON.stringify(toMessage(e))),
-          {
-            mandatory: true,
-            persistent: true,
-            contentType: 'application/json',
-            messageId: e.id,
-            type: e.type,
-            timestamp: Math.floor(new Date(e.created_at).getTime() / 1000),
-            headers: { agency_id: e.agency_id },
-            timeout: this.options.publishTimeoutMs,
-          },
+          { ...eventMessageProperties(e), mandatory: true, timeout: this.options.publishTimeoutMs },
         );
       // In chunks, stopping at the first refusal: a queue bounded by x-max-length takes a whole
       // burst while it is below its bound, so one large burst would put a whole batch ahead of the

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { sql, type Kysely } from 'kysely';
-import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
+import { connectBroker } from '@trips/broker/connect';
 import { createDb, type Database } from '@trips/db';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { eventsExchange, type RecorderConfig } from './config.ts';
@@ -21,14 +21,7 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
   const db: Kysely<Database> = createDb(config.databaseUrl, { max: 4, applicationName: 'trips-recorder' });
   const exchange = eventsExchange(config);
 
-  const connection: AmqpConnectionManager = amqp.connect([config.amqpUrl], {
-    heartbeatIntervalInSeconds: 10,
-  });
-  connection.on('connect', () => logger.info('connected to RabbitMQ'));
-  // The message says why (a broker shutdown, a forced reconnect); a stack trace adds nothing here.
-  connection.on('disconnect', ({ err }) =>
-    logger.warn({ err: err?.message }, 'disconnected from RabbitMQ; reconnecting'),
-  );
+  const connection = connectBroker(config.amqpUrl, logger);
   const recorder = new Recorder(db, config, logger.child({ component: 'recorder' }));
   const publisher = new Publisher(
     db,

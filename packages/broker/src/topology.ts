@@ -51,11 +51,19 @@ export interface QueueLimits {
  */
 export const QUEUE_LIMITS: QueueLimits = { events: 20, retry: 100_000 };
 
+/**
+ * The durable topic exchange the recorder publishes events to (routing key = event type) and the
+ * dispatcher's events queue is bound to. `prefix` is AMQP_PREFIX.
+ */
+export function eventsExchangeName(prefix: string): string {
+  return `${prefix}trips.events`;
+}
+
 export function topology(prefix: string, delaysMs: number[], limits: QueueLimits = QUEUE_LIMITS): Topology {
   const base = `${prefix}trips.dispatcher`;
   return {
     limits,
-    eventsExchange: `${prefix}trips.events`,
+    eventsExchange: eventsExchangeName(prefix),
     eventsQueue: `${base}.events`,
     deliveriesQueue: `${base}.deliveries`,
     parkedQueue: `${base}.parked`,

@@ -1,0 +1,19 @@
+// The broker contract of the services: the names and shape of the RabbitMQ topology, the properties
+// of the messages on it, and the check of where a webhook may point. Below every service, so the
+// recorder, the dispatcher and the settings module all import it downward. The connection itself
+// is a subpath (@trips/broker/connect), which only the services that hold one load.
+export {
+  declareTopology,
+  eventsExchangeName,
+  queueNames,
+  QUEUE_LIMITS,
+  topology,
+  type QueueLimits,
+  type Topology,
+} from './topology.ts';
+export {
+  deliveryMessageProperties,
+  eventMessageProperties,
+  type RecordedEvent,
+} from './message-properties.ts';
+export { createSsrfGuard, guardedGotOptions, isPublicAddress, SsrfBlocked, type SsrfGuard } from './ssrf.ts';
