@@ -3,7 +3,7 @@ import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Database } from './schema.ts';
 import { migrationProvider } from './migrations/index.ts';
-import { sendQueriesLean } from './client-queries.ts';
+import { sendQueriesLean } from './fast-paths/index.ts';
 
 // `date` (OID 1082) stays the 'YYYY-MM-DD' text Postgres sends: turning it into a JS Date would
 // shift it by the process's time zone, and the API returns dates as plain dates anyway.
@@ -23,7 +23,7 @@ export function createDb(connectionString: string, options: DbOptions = {}): Kys
   });
 }
 
-/** The pg pool under createDb: its clients survive a lost server and send queries lean (client-queries.ts). */
+/** The pg pool under createDb: its clients survive a lost server and send queries lean (fast-paths/). */
 export function createPool(connectionString: string, options: DbOptions = {}): pg.Pool {
   const max = options.max ?? 10;
   const pool = new pg.Pool({

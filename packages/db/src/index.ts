@@ -13,7 +13,7 @@ export * from './repositories/events.ts';
 export * from './repositories/groups.ts';
 export * from './repositories/webhooks.ts';
 export * from './repositories/held-deliveries.ts';
-export * from './repositories/read-queries.ts';
+export { findContactPrecompiled, findPaymentPrecompiled, findTripPrecompiled } from './fast-paths/index.ts';
 export * from './repositories/audit.ts';
 export * from './repositories/sessions.ts';
 export * from './repositories/platform-secrets.ts';

@@ -11,7 +11,7 @@ import {
   recordAttempts,
   type Database,
 } from '../src/index.ts';
-import { preparedName, sendQueriesLean } from '../src/client-queries.ts';
+import { preparedName, sendQueriesLean } from '../src/fast-paths/index.ts';
 
 let t: TestDatabase;
 // One connection, so every statement below runs on the session whose prepared statements are read.

@@ -8,10 +8,10 @@ import {
   type DatabaseConnection,
   type QueryResult,
 } from 'kysely';
+import { findContact, type ContactRecord } from '../repositories/contacts.ts';
+import { findPayment, type PaymentRecord } from '../repositories/payments.ts';
+import { findTrip, type TripRecord } from '../repositories/trips.ts';
 import type { Database } from '../schema.ts';
-import { findContact, type ContactRecord } from './contacts.ts';
-import { findPayment, type PaymentRecord } from './payments.ts';
-import { findTrip, type TripRecord } from './trips.ts';
 
 // The read API's hot lookups (GET /trips/{id}, /payments/{id}, /contacts/{id}) with their SQL
 // compiled once, instead of built and compiled by kysely on every request (about 40 µs of the
@@ -19,7 +19,7 @@ import { findTrip, type TripRecord } from './trips.ts';
 // findContact build: each runs once against a database that records its query instead of
 // running it, with stand-ins for the parameters. So the two cannot drift apart.
 //
-// Each is also marked to be prepared (client-queries.ts): Postgres then parses and plans the
+// Each is also marked to be prepared (lean-client-query.ts): Postgres then parses and plans the
 // lookup once per connection rather than on every request, which was most of what the lookup
 // cost the database (docs/benchmarks.md, "Prepared lookups").
 
@@ -79,7 +79,7 @@ async function capture<Row>(find: Finder<Row>): Promise<Template> {
   return template;
 }
 
-/** `find` with its SQL compiled once and prepared under `name` (see client-queries.ts). */
+/** `find` with its SQL compiled once and prepared under `name` (see lean-client-query.ts). */
 function precompiled<Row>(name: string, find: Finder<Row>): Finder<Row> {
   let template: Template | undefined;
   let capturing: Promise<Template> | undefined;
