@@ -72,7 +72,7 @@ const STATEMENTS = 4;
 /** The other webhooks of A in hanging+trickling, of each kind. */
 const HANGING = 15;
 const TRICKLING = 15;
-/** After the measured windows, how long B's late deliveries may still arrive (a 30 s busy deferral and more). */
+/** After the measured windows, how long B's late deliveries may still arrive (a first retry, 1 minute, and more). */
 const GRACE_SECONDS = 65;
 const TARGET_B_P99_MS = 500;
 const TARGET_B_MAX_MS = 1_000;
