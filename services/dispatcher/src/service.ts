@@ -166,7 +166,7 @@ export async function startDispatcherService(
         config.policy,
         {
           settingsUrl: config.settingsUrl,
-          failureWindowMs: config.failureWindowMs,
+          failureWindowMs: config.policy.failureWindowMs,
           eventRetentionMs: config.retentionMs,
         },
         logger.child({ component: 'switch-off' }),
