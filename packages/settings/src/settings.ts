@@ -10,12 +10,15 @@ import {
   findAgency,
   generateApiKey,
   insertAuditEntry,
+  insertApiKey,
   insertWebhookWithSecret,
   listApiKeys,
   listWebhookAttempts,
   listWebhooks,
   listWebhookSecretTimes,
+  lockApiKey,
   rotateWebhookSecretIn,
+  setApiKeyRevoked,
   setApiKeyScopes,
   setWebhookEnabled,
   updateWebhookConfig,
@@ -102,17 +105,6 @@ interface Who {
   actor: string;
 }
 
-const keyColumns = [
-  'id',
-  'agency_id',
-  'name',
-  'prefix',
-  'scopes',
-  'created_at',
-  'last_used_at',
-  'revoked_at',
-] as const;
-
 function keyView(k: ApiKeyView): ApiKeyView {
   return {
     id: k.id,
@@ -186,12 +178,7 @@ export function createSettings(options: SettingsOptions) {
   }
 
   async function lockKey(trx: Kysely<Database>, actor: Actor, id: string) {
-    const key = await trx
-      .selectFrom('api_keys')
-      .select(keyColumns)
-      .where('id', '=', id)
-      .forUpdate()
-      .executeTakeFirst();
+    const key = await lockApiKey(trx, id);
     if (!key) throw notFound(`no key ${id}.`);
     const who = await authorize(trx, actor, key.agency_id);
     return { key, who };
@@ -278,11 +265,7 @@ export function createSettings(options: SettingsOptions) {
         await requireAgency(trx, input.agencyId);
         const who = await authorize(trx, actor, input.agencyId);
         const { key, prefix, hash } = generateApiKey();
-        const row = await trx
-          .insertInto('api_keys')
-          .values({ agency_id: input.agencyId, scopes, name, prefix, hash })
-          .returning(keyColumns)
-          .executeTakeFirstOrThrow();
+        const row = await insertApiKey(trx, { agencyId: input.agencyId, scopes, name, prefix, hash });
         await audit(trx, who, input.agencyId, 'api_key.created', 'api_key', row.id, { prefix, scopes, name });
         return { ...keyView(row), agency_id: row.agency_id, key };
       });
@@ -309,12 +292,7 @@ export function createSettings(options: SettingsOptions) {
       return inTransaction(async (trx) => {
         const { key, who } = await lockKey(trx, actor, keyId);
         if (key.revoked_at) return { ...keyView(key), already_revoked: true };
-        const updated = await trx
-          .updateTable('api_keys')
-          .set({ revoked_at: new Date() })
-          .where('id', '=', keyId)
-          .returning(keyColumns)
-          .executeTakeFirstOrThrow();
+        const updated = await setApiKeyRevoked(trx, keyId);
         await audit(trx, who, key.agency_id, 'api_key.revoked', 'api_key', keyId, { prefix: key.prefix });
         return { ...keyView(updated), already_revoked: false };
       });

@@ -28,6 +28,18 @@ export function generateApiKey(): { key: string; prefix: string; hash: Buffer } 
   return { key, prefix: key.slice(0, 12), hash: hashApiKey(key) };
 }
 
+/** What an owner is shown of a key, and what the settings module works from; never the hash. */
+const KEY_COLUMNS = [
+  'id',
+  'agency_id',
+  'name',
+  'prefix',
+  'scopes',
+  'created_at',
+  'last_used_at',
+  'revoked_at',
+] as const;
+
 export interface CreatedApiKey {
   id: string;
   agency_id: string;
@@ -127,6 +139,37 @@ export async function setApiKeyScopes(db: Kysely<Database>, id: string, scopes: 
     .updateTable('api_keys')
     .set({ scopes: [...new Set(scopes)] })
     .where('id', '=', id)
-    .returning(['id', 'agency_id', 'name', 'prefix', 'scopes', 'created_at', 'last_used_at', 'revoked_at'])
+    .returning(KEY_COLUMNS)
     .executeTakeFirst();
+}
+
+/** Stores a key made by generateApiKey (its hash and prefix, never the plaintext). */
+export async function insertApiKey(
+  db: Kysely<Database>,
+  input: { agencyId: string; scopes: string[]; name: string | null; prefix: string; hash: Buffer },
+) {
+  const { agencyId, scopes, name, prefix, hash } = input;
+  return db
+    .insertInto('api_keys')
+    .values({ agency_id: agencyId, scopes, name, prefix, hash })
+    .returning(KEY_COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+/** A key, locked until the transaction ends; undefined when there is no such key. */
+export async function lockApiKey(trx: Kysely<Database>, id: string) {
+  return trx.selectFrom('api_keys').select(KEY_COLUMNS).where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+/**
+ * Revokes a key now and answers it as it is after; the caller has locked it and checked that it
+ * was not revoked already (revokeApiKey is the one that keeps the first time).
+ */
+export async function setApiKeyRevoked(db: Kysely<Database>, id: string) {
+  return db
+    .updateTable('api_keys')
+    .set({ revoked_at: new Date() })
+    .where('id', '=', id)
+    .returning(KEY_COLUMNS)
+    .executeTakeFirstOrThrow();
 }
