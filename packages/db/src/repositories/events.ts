@@ -173,3 +173,38 @@ export async function readEventPage(
     now: new Date(row.now),
   };
 }
+
+/**
+ * A page of an agency's recorded events of some types since a time, in recording order (seq), for
+ * redelivering them to one webhook. Keyset paging by seq: pass the last seq of a page as `afterSeq`.
+ */
+export async function eventsForRedelivery(
+  db: Db,
+  input: { agencyId: string; since: Date; types: readonly string[]; afterSeq?: number; limit?: number },
+) {
+  return db
+    .selectFrom('events')
+    .select(['seq', 'id', 'type', 'object_type', 'object_id', 'data', 'created_at'])
+    .where('agency_id', '=', input.agencyId)
+    .where('created_at', '>=', input.since)
+    .where('type', '=', sql<string>`ANY(${[...input.types]}::text[])`)
+    .where('seq', '>', input.afterSeq ?? 0)
+    .orderBy('seq')
+    .limit(input.limit ?? 500)
+    .execute();
+}
+
+/** How many events eventsForRedelivery will answer in all, for a progress bar. */
+export async function countEventsForRedelivery(
+  db: Db,
+  input: { agencyId: string; since: Date; types: readonly string[] },
+): Promise<number> {
+  const row = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('agency_id', '=', input.agencyId)
+    .where('created_at', '>=', input.since)
+    .where('type', '=', sql<string>`ANY(${[...input.types]}::text[])`)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
