@@ -56,6 +56,8 @@ const E2E_WARMUP_SECONDS = 2;
 const E2E_SECONDS = Number(process.env.BENCH_E2E_SECONDS ?? 20);
 /** Deliveries queued ahead of the dispatcher while it is measured: enough that it never waits for work. */
 const BACKLOG = 1_000;
+/** Events the feeder publishes before it waits for their confirms (the recorder's PUBLISH_CHUNK). */
+const FEED_CHUNK = 20;
 const TARGET_RATIO = 0.8;
 const TARGET_ISOLATION = 0.9;
 const TARGET_P99_MS = 250;
@@ -187,7 +189,6 @@ async function main() {
    */
   const feeder = (agencyId: string, fanOut: number, paths: string[]) => {
     let published = 0;
-    let pending = 0;
     let running = true;
     let lowest = Infinity;
     let start = 0;
@@ -196,14 +197,18 @@ async function main() {
       while (running) {
         const outstanding = published * fanOut - (sum(await snapshot(), paths) - start);
         lowest = Math.min(lowest, outstanding);
-        for (let i = pending; i < Math.ceil((BACKLOG - outstanding) / fanOut); i++) {
-          pending++;
-          void publishEvent(agencyId).then((taken) => {
-            pending--;
-            if (taken) published++;
-          });
+        // In chunks, stopping at the first refusal, as the recorder publishes: a refused publish
+        // costs the broker as much as a taken one, so the feeder must not keep offering a full queue.
+        let wanted = Math.ceil((BACKLOG - outstanding) / fanOut);
+        let refused = false;
+        while (wanted > 0 && !refused) {
+          const chunk = Array.from({ length: Math.min(FEED_CHUNK, wanted) }, () => publishEvent(agencyId));
+          const taken = (await Promise.all(chunk)).filter(Boolean).length;
+          published += taken;
+          wanted -= taken;
+          refused = taken < chunk.length;
         }
-        await sleep(20);
+        await sleep(refused ? 5 : 20);
       }
     })();
     return {
@@ -215,7 +220,6 @@ async function main() {
       async drain() {
         running = false;
         await loop;
-        while (pending > 0) await sleep(10);
         const deadline = Date.now() + 60_000;
         while (sum(await snapshot(), paths) - start < published * fanOut) {
           if (Date.now() > deadline) throw new Error(`deliveries to ${paths.join(',')} did not all arrive`);
