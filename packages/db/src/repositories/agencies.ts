@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database, SubscriptionStatus, UserRole } from '../schema.ts';
+import type { Database, SubscriptionStatus } from '../schema.ts';
 
 export async function createAgency(
   db: Kysely<Database>,
@@ -47,31 +47,4 @@ export async function updateAgency(
 
 export async function findAgency(db: Kysely<Database>, id: string) {
   return db.selectFrom('agencies').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
-export async function createUser(
-  db: Kysely<Database>,
-  input: { agencyId: string; email: string; role: UserRole; passwordHash?: string | null },
-) {
-  return db
-    .insertInto('users')
-    .values({
-      agency_id: input.agencyId,
-      email: input.email,
-      role: input.role,
-      password_hash: input.passwordHash ?? null,
-    })
-    .returning(['id', 'agency_id', 'email', 'role', 'created_at'])
-    .executeTakeFirstOrThrow();
-}
-
-export async function listOwnerEmails(db: Kysely<Database>, agencyId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom('users')
-    .select('email')
-    .where('agency_id', '=', agencyId)
-    .where('role', '=', 'owner')
-    .orderBy('email')
-    .execute();
-  return rows.map((r) => r.email);
 }

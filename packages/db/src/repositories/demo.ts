@@ -1,6 +1,7 @@
 import type { Insertable, Kysely, Transaction } from 'kysely';
 import type { Database, PaymentsTable, TripsTable } from '../schema.ts';
-import { createAgency, createUser } from './agencies.ts';
+import { createAgency } from './agencies.ts';
+import { createUser } from './users.ts';
 import { createApiKey } from './api-keys.ts';
 
 const DAY_MS = 86_400_000;
