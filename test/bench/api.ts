@@ -125,8 +125,9 @@ async function main() {
   };
   const ours = await start('ours', API_MAIN, {}, true);
   const bare = await start('bare Express + pg', BARE_API, { BENCH_AGENCY_ID: agencyId }, false);
-  // Ours prepares its lookup (read-queries.ts); pg's default, which bare uses, has Postgres plan
-  // it on every request. This bare prepares it too, so ours against it is what our layers cost.
+  // Ours prepares its lookup (@trips/db's fast-paths/precompiled-lookups.ts); pg's default, which
+  // bare uses, has Postgres plan it on every request. This bare prepares it too, so ours against it
+  // is what our layers cost.
   const barePrepared = await start(
     'bare, prepared',
     BARE_API,
@@ -244,8 +245,9 @@ async function main() {
   // One unmeasured pass per series first. The load generator's own HTTP client is new here
   // (autocannon drove the rounds above), and its first pass stalls some 10 000 requests in, at the
   // same point against a trivial server too (most likely V8 optimizing the client's code), so
-  // whichever server went first took the stall: a warm server's first pass measured p99 31-60 ms
-  // against 3-6 ms for its later ones (docs/benchmarks.md).
+  // whichever server went first took the stall: a warm server's first pass measured a p99 many
+  // times its later ones' (docs/benchmarks/api.md, "Runs on the AMD machine, and the load
+  // generator warmed").
   for (const one of series) await pacedLoad(one, Math.ceil(CLIENT_WARMUP_REQUESTS / one.rate), 0);
   for (let round = 0; round < HALF_RATE_ROUNDS; round++) {
     for (let i = 0; i < series.length; i++) {

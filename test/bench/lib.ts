@@ -82,7 +82,7 @@ export const fmt = {
   ratio: (n: number) => n.toFixed(2),
 };
 
-/** A table in Markdown, so it reads in a terminal and pastes into docs/benchmarks.md as is. */
+/** A table in Markdown, so it reads in a terminal and pastes into docs/benchmarks/<name>.md as is. */
 export function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;

@@ -1,8 +1,8 @@
 // paced() on a thread of its own, for bench:api. A worker thread has its own V8 heap, so the
 // collections of the parent's (autocannon's rounds, the database client, every round's latencies)
-// no longer stop the client that times the requests. Measured: each of the parent's mark-compacts,
-// 3–9 ms every 2 s or so, lined up with a burst of slow answers in the server's round, whichever the
-// server (docs/benchmarks.md, runs from 2026-11-23 05:00). The soak runs it in a child process.
+// no longer stop the client that times the requests. Measured: each of the parent's mark-compacts
+// lined up with a burst of slow answers in the server's round, whichever the server
+// (docs/benchmarks/api.md, "The load generator's own pauses"). The soak runs it in a child process.
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import type { LoadResult } from './lib.ts';
 import { paced } from './paced.ts';

@@ -24,13 +24,15 @@ interface Connection {
  * Up to `connections` keep-alive connections, opened as needed and reused most recently freed
  * first (as Node's http.Agent does); a request due while all are busy waits for the next free one,
  * and its wait counts. Requests are written and responses read straight on the sockets: Node's
- * http client cost the load generator about 100 µs of CPU per request, on the same two cores as
- * the server it measures, and about a third of that here (docs/benchmarks.md). Responses must
- * carry a Content-Length (ours and bare's do), and anything else fails the request.
+ * http client cost the load generator several times the CPU per request this does, on the same
+ * two cores as the server it measures (docs/benchmarks/api.md, "Method", and "Prepared lookups and
+ * a lighter paced client", step 2). Responses must carry a Content-Length (ours and bare's do),
+ * and anything else fails the request.
  *
  * The first `warmupSeconds` run at the same pace but are not measured: they open the
- * connections, and the first 50-100 ms of a run (requests queued while the sockets connect) are
- * otherwise enough slow answers to set a 5 to 10 s run's p99 by themselves.
+ * connections, and the first moments of a run (requests queued while the sockets connect) are
+ * otherwise enough slow answers to set a 5 to 10 s run's p99 by themselves (docs/benchmarks/api.md,
+ * "Method").
  */
 export async function paced(
   opts: LoadOptions & { rate: number; warmupSeconds?: number },

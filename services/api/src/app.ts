@@ -45,7 +45,7 @@ export interface ApiDependencies {
  * Router of its own: a request that passes through a nested Router without a match leaves it by
  * setImmediate, so every API request used to wait two extra turns of the event loop (probes,
  * docs), and a GET /events three more, besides the Router's per-request allocations
- * (docs/benchmarks.md).
+ * (docs/benchmarks/api.md, "Run after the changes below", step 1).
  */
 export function createApp(deps: ApiDependencies): Express {
   const app = express();

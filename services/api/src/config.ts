@@ -14,7 +14,10 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     rateLimit: {
       perSecond: env.int('RATE_LIMIT_PER_SECOND', 50, { min: 1 }),
       burst: env.int('RATE_LIMIT_BURST', 100, { min: 1 }),
-      /** Shared by every replica so the limit holds across them (D3); see docs/benchmarks.md. */
+      /**
+       * Shared by every replica so the limit holds across them (D3); why Redis by default:
+       * docs/benchmarks/api.md, "Conclusions of the runs of 07:46 and 07:58".
+       */
       store: env.string('RATE_LIMIT_STORE', 'redis') as 'redis' | 'postgres',
       redisUrl: env.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!,
     },

@@ -2,8 +2,8 @@
 // generation makes each mark-compact longer, a pause every request in flight waits out. So the API
 // loads neither a JSON Schema compiler (it only needs the contracts' types and constants), nor the
 // dispatcher's code (the settings module needs only @trips/broker's queue names and SSRF check),
-// nor undici, which an ES import of node:http brings (eslint.config.js): together 7.8 MB of the
-// 24.1 MB the API's code held after start-up (docs/benchmarks.md).
+// nor undici, which an ES import of node:http brings (eslint.config.js): together a large part of
+// what the API's code held after start-up (docs/benchmarks/api.md, "Less code on the API's heap").
 import { execFileSync } from 'node:child_process';
 
 interface Loaded {

@@ -6,8 +6,9 @@ import type { Channel, ConsumeMessage } from 'amqplib';
  * below the oldest message still being handled; a finished message above that one is acked on its
  * own straight away, never held back behind a slow one (a hanging endpoint would otherwise hold
  * every later message, and with them the prefetch). Messages finished in the same turn of the
- * event loop share one frame. On this broker a quorum-queue message cost 78 µs of RabbitMQ's CPU
- * acked alone and 34 µs acked ten at a time (docs/benchmarks.md).
+ * event loop share one frame. On this broker a quorum-queue message acked ten at a time cost
+ * RabbitMQ far less CPU than one acked alone (docs/benchmarks/dispatcher.md, "What was changed for
+ * speed", acking several messages at once).
  */
 export class ChannelAcks {
   private readonly ch: Channel;

@@ -2,7 +2,8 @@
 // Recorder benchmark, run by `pnpm bench:recorder` (test/bench/recorder.ts). It lives beside the
 // recorder so it resolves the recorder's own dependencies (amqplib, kysely). A write storm from several connections, then a paced
 // load at 500 events/s for latency, then a bare amqplib confirm-channel publisher as baseline.
-// Uses the local Postgres (DATABASE_URL) and RabbitMQ (AMQP_URL); results go in docs/benchmarks.md.
+// Uses the local Postgres (DATABASE_URL) and RabbitMQ (AMQP_URL); results go in
+// docs/benchmarks/recorder.md, the latest with their targets in docs/benchmarks.md.
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';

@@ -33,19 +33,20 @@ type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown;
 /**
  * How this client sends `query(text, values)`, the form kysely uses; calls with a callback or a
  * config object go to pg unchanged (a caller may reuse its config, and pg would store a callback
- * on it). Two changes, each measured (docs/benchmarks.md):
+ * on it). Two changes, each measured (the figures: docs/benchmarks/dispatcher.md and api.md):
  *
  * - **Marked statements are prepared**, named by `preparedName`: Postgres parses and plans them
  *   once per connection instead of on every call. For the dispatcher's batched statements that
- *   was most of their cost (955 → 385 µs of the backend's CPU for an attempts batch, 255 → 90 µs
- *   for the webhooks read). pg remembers which names this connection has prepared, and a new
- *   connection (after a Postgres restart, say) prepares them again on first use.
+ *   was most of their cost in the backend's CPU, for the attempts batch and the webhooks read
+ *   alike (dispatcher.md, "First attempts at fan-out", step 2). pg remembers which names this
+ *   connection has prepared, and a new connection (after a Postgres restart, say) prepares them
+ *   again on first use.
  * - **pg's callback form, in a plain promise**, instead of the promise pg builds itself. With pg's
  *   own promise each query's result objects outlived their request: under the API benchmark's
- *   load 1–2 MB of them survived every young-generation collection and were promoted, and the
- *   collections and mark-compacts that followed were the slow episodes of the paced p99. Through
- *   the callback form nothing is left behind. Like pg, a failure's stack is captured anew so it
- *   does not end in the socket's read callback.
+ *   load they survived every young-generation collection and were promoted, and the collections
+ *   and mark-compacts that followed were the slow episodes of the paced p99 (api.md, "Run after
+ *   the changes below", step 4). Through the callback form nothing is left behind. Like pg, a
+ *   failure's stack is captured anew so it does not end in the socket's read callback.
  */
 export function sendQueriesLean(client: pg.PoolClient): void {
   const query = client.query.bind(client) as Query;

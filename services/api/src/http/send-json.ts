@@ -10,8 +10,9 @@ export const JSON_CONTENT_TYPE = 'application/json';
 /**
  * Answers `body` as JSON, with the Content-Length in bytes and no body for HEAD, as a Buffer rather
  * than a string. With ETags off, Express keeps a body under 1 000 characters a string, and Node
- * writes the head and the body as one string. As a Buffer, the API spent 17 and 25 µs less CPU per
- * GET /trips/{id} at an even pace, 7 and 11 % of it, in two A/B runs (docs/benchmarks.md).
+ * writes the head and the body as one string. As a Buffer, the API spent less CPU per
+ * GET /trips/{id} at an even pace in both of two A/B runs (docs/benchmarks/api.md, "Back on the
+ * AMD machine, quiet at first", JSON as a Buffer).
  */
 export function sendJson(res: Response, body: unknown): void {
   sendJsonBytes(res, Buffer.from(JSON.stringify(body)));
