@@ -43,6 +43,7 @@ export {
   type Ref,
 } from './openapi.ts';
 export { renderReferencePage } from './reference-page.ts';
+export { escapeHtml } from './escape-html.ts';
 export {
   MESSAGE_SCHEMAS,
   eventRecord,

@@ -1,3 +1,4 @@
+import { escapeHtml } from './escape-html.ts';
 import { EVENT_TYPES, EVENT_TYPE_NAMES } from './events.ts';
 import {
   openapiDocument,
@@ -12,19 +13,7 @@ import type { JsonSchema } from './schemas.ts';
 // The human-readable reference the API serves at /docs, rendered from the OpenAPI document so it
 // says exactly what the document says. One self-contained page: no scripts, fonts or stylesheets
 // from elsewhere (the page must work offline and behind strict CSPs). Every interpolated string
-// goes through `escape` or `prose`, including the document's own text.
-
-const ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-
-export function escape(text: unknown): string {
-  return String(text).replace(/[&<>"']/g, (char) => ESCAPES[char]!);
-}
+// goes through `escapeHtml` or `prose`, including the document's own text.
 
 /** Escaped text with the documents' one piece of markup: `code` spans. Blank lines split paragraphs. */
 function prose(text: string): string {
@@ -35,7 +24,7 @@ function prose(text: string): string {
 }
 
 function inline(text: string): string {
-  return escape(text).replace(/`([^`]+)`/g, '<code>$1</code>');
+  return escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
 }
 
 /** An id attribute safe by construction. */
@@ -43,8 +32,8 @@ const anchor = (prefix: string, name: string) => `${prefix}-${name.replace(/[^A-
 
 function table(label: string, headings: string[], rows: string[][]): string {
   if (rows.length === 0) return '';
-  return `<div class="table" role="region" aria-label="${escape(label)}" tabindex="0"><table>
-<thead><tr>${headings.map((h) => `<th scope="col">${escape(h)}</th>`).join('')}</tr></thead>
+  return `<div class="table" role="region" aria-label="${escapeHtml(label)}" tabindex="0"><table>
+<thead><tr>${headings.map((h) => `<th scope="col">${escapeHtml(h)}</th>`).join('')}</tr></thead>
 <tbody>
 ${rows.map((cells) => `<tr>${cells.map((cell) => `<td>${cell}</td>`).join('')}</tr>`).join('\n')}
 </tbody></table></div>`;
@@ -64,11 +53,11 @@ const refName = (ref: string) => ref.slice(ref.lastIndexOf('/') + 1);
 function describeSchema(schema: JsonSchema): string {
   if (typeof schema.$ref === 'string') {
     const name = refName(schema.$ref);
-    return `<a href="#${anchor('schema', name)}">${escape(name)}</a>`;
+    return `<a href="#${anchor('schema', name)}">${escapeHtml(name)}</a>`;
   }
-  if ('const' in schema) return `<code>${escape(JSON.stringify(schema.const))}</code>`;
+  if ('const' in schema) return `<code>${escapeHtml(JSON.stringify(schema.const))}</code>`;
   if (Array.isArray(schema.enum))
-    return `one of ${schema.enum.map((v) => `<code>${escape(v)}</code>`).join(', ')}`;
+    return `one of ${schema.enum.map((v) => `<code>${escapeHtml(v)}</code>`).join(', ')}`;
   if (Array.isArray(schema.allOf) && schema.allOf.length > 0)
     return describeSchema(schema.allOf[0] as JsonSchema);
   const types = Array.isArray(schema.type) ? schema.type : schema.type === undefined ? [] : [schema.type];
@@ -76,17 +65,17 @@ function describeSchema(schema: JsonSchema): string {
     .map((type) =>
       type === 'array' && schema.items
         ? `array of ${describeSchema(schema.items as JsonSchema)}`
-        : escape(type),
+        : escapeHtml(type),
     )
     .join(' or ');
   const details: string[] = [];
-  if (typeof schema.format === 'string') details.push(escape(schema.format));
+  if (typeof schema.format === 'string') details.push(escapeHtml(schema.format));
   if (typeof schema.minimum === 'number' && typeof schema.maximum === 'number') {
-    details.push(`${escape(schema.minimum)}–${escape(schema.maximum)}`);
+    details.push(`${escapeHtml(schema.minimum)}–${escapeHtml(schema.maximum)}`);
   } else if (typeof schema.minimum === 'number') {
-    details.push(`at least ${escape(schema.minimum)}`);
+    details.push(`at least ${escapeHtml(schema.minimum)}`);
   }
-  if ('default' in schema) details.push(`default ${escape(schema.default)}`);
+  if ('default' in schema) details.push(`default ${escapeHtml(schema.default)}`);
   return [main || 'any', ...details].join(', ');
 }
 
@@ -100,7 +89,7 @@ function fieldRows(schema: JsonSchema, prefix = ''): string[][] {
     const type = nested.length > 0 ? 'object' : describeSchema(field);
     return [
       [
-        `<code>${escape(path)}</code>${required.has(name) ? '' : ' <span class="note">(optional)</span>'}`,
+        `<code>${escapeHtml(path)}</code>${required.has(name) ? '' : ' <span class="note">(optional)</span>'}`,
         type,
         inline(String(field.description ?? '')),
       ],
@@ -123,12 +112,12 @@ function renderOperation(
     ? 'Sent by the service; authenticated by its <code>Service-Signature</code>.'
     : op.security.length === 0
       ? 'Public: no key needed.'
-      : `Requires a key with the scope ${scopes.map((s) => `<code>${escape(s)}</code>`).join(', ')}.`;
+      : `Requires a key with the scope ${scopes.map((s) => `<code>${escapeHtml(s)}</code>`).join(', ')}.`;
 
   const parameters = (op.parameters ?? []).map((p) => deref<Parameter>(p));
   const parameterRows = parameters.map((p) => [
-    `<code>${escape(p.name)}</code>`,
-    escape(p.in),
+    `<code>${escapeHtml(p.name)}</code>`,
+    escapeHtml(p.in),
     describeSchema(p.schema) + (p.style === 'form' && p.explode === false ? ', comma-separated' : ''),
     p.required ? 'yes' : 'no',
     inline(p.description),
@@ -142,23 +131,23 @@ function renderOperation(
     const headerNames = Object.keys(response.headers ?? {});
     const codes = Object.entries(media?.examples ?? {});
     for (const [code, example] of codes) {
-      errorRows.push([escape(status), `<code>${escape(code)}</code>`, inline(example.summary)]);
+      errorRows.push([escapeHtml(status), `<code>${escapeHtml(code)}</code>`, inline(example.summary)]);
     }
     responseRows.push([
-      `<strong>${escape(status)}</strong>`,
+      `<strong>${escapeHtml(status)}</strong>`,
       media ? describeSchema(media.schema) : '—',
-      headerNames.map((name) => `<code>${escape(name)}</code>`).join(', ') || '—',
+      headerNames.map((name) => `<code>${escapeHtml(name)}</code>`).join(', ') || '—',
       // An error's codes are explained once, in the error code table below.
       codes.length > 0
-        ? codes.map(([code]) => `<code>${escape(code)}</code>`).join(', ')
+        ? codes.map(([code]) => `<code>${escapeHtml(code)}</code>`).join(', ')
         : prose(response.description),
     ]);
   }
 
   const body = op.requestBody?.content['application/json'];
   return `<section class="operation" id="${id}" aria-labelledby="${id}-title">
-<h3 id="${id}-title">${escape(op.summary)}</h3>
-<p class="endpoint"><span class="method">${escape(method.toUpperCase())}</span> ${webhook ? escape(path) : `<code>${escape(path)}</code>`}</p>
+<h3 id="${id}-title">${escapeHtml(op.summary)}</h3>
+<p class="endpoint"><span class="method">${escapeHtml(method.toUpperCase())}</span> ${webhook ? escapeHtml(path) : `<code>${escapeHtml(path)}</code>`}</p>
 <p class="access">${access}</p>
 ${prose(op.description)}
 ${parameterRows.length > 0 ? `<h4>Parameters</h4>\n${table(`Parameters of ${op.summary}`, ['Name', 'In', 'Type', 'Required', 'Description'], parameterRows)}` : ''}
@@ -174,7 +163,7 @@ function renderHeaders(document: OpenApiDocument): string {
     'Response headers',
     ['Header', 'Type', 'Description'],
     Object.entries(document.components.headers).map(([name, header]) => [
-      `<code>${escape(name)}</code>`,
+      `<code>${escapeHtml(name)}</code>`,
       describeSchema(header.schema),
       inline(header.description),
     ]),
@@ -241,24 +230,24 @@ export function renderReferencePage(document: OpenApiDocument = openapiDocument)
 <li><a href="#headers">Response headers</a></li>
 ${byTag
   .map(
-    ({ tag, operations }) => `<li><a href="#${anchor('tag', tag.name)}">${escape(tag.name)}</a><ul>
-${operations.map(({ op }) => `<li><a href="#${anchor('op', op.operationId)}">${escape(op.summary)}</a></li>`).join('\n')}
+    ({ tag, operations }) => `<li><a href="#${anchor('tag', tag.name)}">${escapeHtml(tag.name)}</a><ul>
+${operations.map(({ op }) => `<li><a href="#${anchor('op', op.operationId)}">${escapeHtml(op.summary)}</a></li>`).join('\n')}
 </ul></li>`,
   )
   .join('\n')}
 <li><a href="#webhooks">Webhooks</a><ul>
-${webhooks.map(({ op }) => `<li><a href="#${anchor('webhook', op.operationId)}">${escape(op.summary)}</a></li>`).join('\n')}
+${webhooks.map(({ op }) => `<li><a href="#${anchor('webhook', op.operationId)}">${escapeHtml(op.summary)}</a></li>`).join('\n')}
 <li><a href="#event-types">Event types</a></li>
 </ul></li>
 <li><a href="#objects">Objects</a><ul>
-${[...objectSchemas, ...enumSchemas].map(([name]) => `<li><a href="#${anchor('schema', name)}">${escape(name)}</a></li>`).join('\n')}
+${[...objectSchemas, ...enumSchemas].map(([name]) => `<li><a href="#${anchor('schema', name)}">${escapeHtml(name)}</a></li>`).join('\n')}
 </ul></li>
 </ul></nav>`;
 
   const operations = byTag
     .map(
       ({ tag, operations }) => `<section aria-labelledby="${anchor('tag', tag.name)}">
-<h2 id="${anchor('tag', tag.name)}">${escape(tag.name)}</h2>
+<h2 id="${anchor('tag', tag.name)}">${escapeHtml(tag.name)}</h2>
 ${prose(tag.description)}
 ${operations.map(({ method, path, op }) => renderOperation(document, method, path, op)).join('\n')}
 </section>`,
@@ -276,8 +265,8 @@ ${table(
   'Event types',
   ['Type', 'Object', 'Timing', 'Emitted when'],
   EVENT_TYPE_NAMES.map((type) => [
-    `<code>${escape(type)}</code>`,
-    `<code>${escape(EVENT_TYPES[type].object)}</code>`,
+    `<code>${escapeHtml(type)}</code>`,
+    `<code>${escapeHtml(EVENT_TYPES[type].object)}</code>`,
     EVENT_TYPES[type].grouped ? 'grouped' : 'at once',
     inline(EVENT_TYPES[type].when),
   ]),
@@ -292,7 +281,7 @@ ${objectSchemas
       name,
       schema,
     ]) => `<section id="${anchor('schema', name)}" aria-labelledby="${anchor('schema', name)}-title">
-<h3 id="${anchor('schema', name)}-title">${escape(name)}</h3>
+<h3 id="${anchor('schema', name)}-title">${escapeHtml(name)}</h3>
 ${prose(String(schema.description ?? ''))}
 ${table(`Fields of ${name}`, ['Field', 'Type', 'Description'], fieldRows(schema))}
 </section>`,
@@ -304,7 +293,7 @@ ${enumSchemas
       name,
       schema,
     ]) => `<section id="${anchor('schema', name)}" aria-labelledby="${anchor('schema', name)}-title">
-<h3 id="${anchor('schema', name)}-title">${escape(name)}</h3>
+<h3 id="${anchor('schema', name)}-title">${escapeHtml(name)}</h3>
 ${prose(String(schema.description ?? ''))}
 <p>${describeSchema(schema)}</p>
 </section>`,
@@ -317,14 +306,14 @@ ${prose(String(schema.description ?? ''))}
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(document.info.title)} reference</title>
+<title>${escapeHtml(document.info.title)} reference</title>
 <style>${STYLE}</style>
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
 <header>
-<h1>${escape(document.info.title)}</h1>
-<p>Version ${escape(document.info.version)} · OpenAPI ${escape(document.openapi)} · ${inline(document.info.summary)}</p>
+<h1>${escapeHtml(document.info.title)}</h1>
+<p>Version ${escapeHtml(document.info.version)} · OpenAPI ${escapeHtml(document.openapi)} · ${inline(document.info.summary)}</p>
 </header>
 <div class="layout">
 ${nav}

@@ -1,6 +1,6 @@
 import { ERROR_CODE_NAMES, EVENT_TYPE_NAMES, openapiDocument, renderReferencePage } from '../src/index.ts';
 import type { OpenApiDocument } from '../src/index.ts';
-import { escape } from '../src/reference-page.ts';
+import { escapeHtml as escape } from '../src/escape-html.ts';
 
 const page = renderReferencePage();
 const ATTACK = `<script>alert("x")</script>`;

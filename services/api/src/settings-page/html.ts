@@ -1,3 +1,5 @@
+import { escapeHtml } from '@trips/contracts';
+
 /** HTML that is already safe to send: only `html` and `raw` make one. */
 export class SafeHtml {
   readonly value: string;
@@ -7,18 +9,6 @@ export class SafeHtml {
   toString(): string {
     return this.value;
   }
-}
-
-const ENTITIES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ENTITIES[c]!);
 }
 
 type Part = SafeHtml | string | number | boolean | null | undefined | Part[];
