@@ -10,6 +10,7 @@ export * from './repositories/payments.ts';
 export * from './repositories/contacts.ts';
 export * from './repositories/demo.ts';
 export * from './repositories/outbox.ts';
+export * from './repositories/advisory-locks.ts';
 export * from './repositories/events.ts';
 export * from './repositories/groups.ts';
 export * from './repositories/webhooks.ts';

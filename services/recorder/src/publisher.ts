@@ -1,8 +1,15 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { ConfirmChannel, Message } from 'amqplib';
 import { eventMessageProperties } from '@trips/broker';
-import { PUBLISH_LOCK, markPublished, takeUnpublished, type Database, type StoredEvent } from '@trips/db';
+import {
+  hasUnpublishedEvents,
+  markPublished,
+  takeUnpublished,
+  tryPublishLock,
+  type Database,
+  type StoredEvent,
+} from '@trips/db';
 import { atMostEvery, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import { toMessage } from './message.ts';
@@ -120,15 +127,9 @@ export class Publisher {
   async runBatch(): Promise<number> {
     this.full = false;
     if (Date.now() < this.holdUntil) return 0;
-    const pending = await sql<{
-      any: boolean;
-    }>`SELECT EXISTS (SELECT 1 FROM events_unpublished) AS any`.execute(this.db);
-    if (!pending.rows[0]!.any) return 0;
+    if (!(await hasUnpublishedEvents(this.db))) return 0;
     return this.db.transaction().execute(async (trx) => {
-      const lock = await sql<{
-        ok: boolean;
-      }>`SELECT pg_try_advisory_xact_lock(${PUBLISH_LOCK}) AS ok`.execute(trx);
-      if (!lock.rows[0]!.ok) return 0;
+      if (!(await tryPublishLock(trx))) return 0;
       const events = await takeUnpublished(trx, this.window);
       this.returned.clear();
       const publish = (e: StoredEvent) =>

@@ -1,6 +1,5 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import {
-  RECORD_LOCK,
   claimOutbox,
   deleteOutbox,
   dropExpiredEventPartitions,
@@ -9,6 +8,7 @@ import {
   hasRecorderWork,
   insertEvents,
   takeDueGroups,
+  takeRecordLock,
   touchGroups,
   type Database,
   type GroupKey,
@@ -95,7 +95,7 @@ export class Recorder {
     if (!(await hasRecorderWork(this.db))) return { changes: 0, events: [] };
     const { batchSize, groupQuietMs, groupMaxMs } = this.options;
     const result = await this.db.transaction().execute(async (trx) => {
-      await sql`SELECT pg_advisory_xact_lock(${RECORD_LOCK})`.execute(trx);
+      await takeRecordLock(trx);
       if (Date.now() + HOUR_MS > this.partitionsUntil) {
         this.partitionsUntil = await ensureEventPartitions(trx, new Date(Date.now() - HOUR_MS), 2);
       }
@@ -133,7 +133,7 @@ export class Recorder {
   /** Creates tomorrow's partitions and drops the expired ones; serialized with batches by RECORD_LOCK. */
   async maintain(now = new Date()): Promise<string[]> {
     return this.db.transaction().execute(async (trx) => {
-      await sql`SELECT pg_advisory_xact_lock(${RECORD_LOCK})`.execute(trx);
+      await takeRecordLock(trx);
       this.partitionsUntil = await ensureEventPartitions(trx, new Date(now.getTime() - HOUR_MS), 2);
       const dropped = await dropExpiredEventPartitions(
         trx,

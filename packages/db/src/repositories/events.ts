@@ -27,7 +27,7 @@ export interface StoredEvent {
 /**
  * Records events in the order given, each also queued for publishing, in the caller's transaction.
  *
- * The caller must hold RECORD_LOCK (outbox.ts): seq values are taken only under that lock and the
+ * The caller must hold RECORD_LOCK (advisory-locks.ts): seq values are taken only under that lock and the
  * holder commits before the next takes any, so events become visible in seq order, which is what
  * lets GET /events read `seq > cursor` without ever skipping one (decisions.md D6). The ORDER BY
  * subquery is not flattened by the planner, so nextval() runs in input order.
@@ -124,6 +124,14 @@ export async function dropExpiredEventPartitions(trx: Db, cutoff: Date): Promise
  */
 export async function takeUnpublished(trx: Transaction<Database>, limit: number): Promise<StoredEvent[]> {
   return takeRoundRobin<StoredEvent>(trx, { table: 'events_unpublished', order: 'seq' }, limit);
+}
+
+/** Whether any event waits to be published: one indexed EXISTS, cheap enough to poll often. */
+export async function hasUnpublishedEvents(db: Db): Promise<boolean> {
+  const pending = await sql<{
+    any: boolean;
+  }>`SELECT EXISTS (SELECT 1 FROM events_unpublished) AS any`.execute(db);
+  return pending.rows[0]!.any;
 }
 
 /** Forgets events RabbitMQ has confirmed. */

@@ -2,15 +2,6 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, OutboxRow } from '../schema.ts';
 import { takeRoundRobin } from './round-robin.ts';
 
-/**
- * Advisory lock keys (pg_advisory_xact_lock). RECORD serializes every writer of the events table
- * (recorder batches, group emission, partition upkeep) across replicas; PUBLISH elects the one
- * replica that publishes, so messages leave in seq order. Transaction-level: a crashed holder
- * releases them with its connection.
- */
-export const RECORD_LOCK = 7_263_101;
-export const PUBLISH_LOCK = 7_263_102;
-
 type Db = Kysely<Database> | Transaction<Database>;
 
 /**
