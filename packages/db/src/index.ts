@@ -23,3 +23,4 @@ export * from './repositories/audit.ts';
 export * from './repositories/sessions.ts';
 export * from './repositories/sign-in-failures.ts';
 export * from './repositories/platform-secrets.ts';
+export * from './repositories/ping.ts';

@@ -1,9 +1,9 @@
 import type { Server } from 'node:http';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { declareTopology, topology, type QueueLimits } from '@trips/broker';
 import { connectBroker } from '@trips/broker/connect';
 import { compileValidators, type DeliveryMessage } from '@trips/contracts';
-import { countHeldDeliveries, createDb, pruneWebhookAttempts, type Database } from '@trips/db';
+import { countHeldDeliveries, createDb, pingDatabase, pruneWebhookAttempts, type Database } from '@trips/db';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import type { DispatcherConfig } from './config.ts';
@@ -88,7 +88,7 @@ export async function startDispatcherService(
   // Deliveries in flight share their database round trips (store.ts, batching.ts).
   const store = new DeliveryStore(db);
   /** Tells a Postgres outage from a message that fails on its own (consumer.ts). */
-  const postgresUp = () => sql`SELECT 1`.execute(db).then(() => true);
+  const postgresUp = () => pingDatabase(db).then(() => true);
   const registry = createMetricsRegistry('dispatcher');
   // A channel of its own for reading queue depths on scrape, apart from the consumers' channels: a
   // check of a missing queue makes RabbitMQ close it, and RecoveringChannel opens a new one.

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { connectBroker } from '@trips/broker/connect';
-import { createDb, type Database } from '@trips/db';
+import { createDb, pingDatabase, type Database } from '@trips/db';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { eventsExchange, type RecorderConfig } from './config.ts';
 import { recorderMetrics } from './metrics.ts';
@@ -69,7 +69,7 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
     metrics: registry,
     live: () => true,
     ready: async () => {
-      await sql`SELECT 1`.execute(db);
+      await pingDatabase(db);
       return true;
     },
   });

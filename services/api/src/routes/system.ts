@@ -1,6 +1,6 @@
 import type { IRouter } from 'express';
-import { sql, type Kysely } from 'kysely';
-import type { Database } from '@trips/db';
+import type { Kysely } from 'kysely';
+import { pingDatabase, type Database } from '@trips/db';
 import { withTimeout } from '@trips/runtime';
 import { methodNotAllowed } from '../errors.ts';
 import { sendJson } from '../http/send-json.ts';
@@ -15,7 +15,7 @@ export function addProbeRoutes(router: IRouter, db: Kysely<Database>): void {
   });
   router.get('/readyz', async (_req, res) => {
     try {
-      await withTimeout(sql`SELECT 1`.execute(db), 2_000, () => new Error('timeout'));
+      await withTimeout(pingDatabase(db), 2_000, () => new Error('timeout'));
       sendJson(res, { status: 'ready' });
     } catch {
       sendJson(res.status(503), { status: 'unavailable', checks: { postgres: 'unreachable' } });
