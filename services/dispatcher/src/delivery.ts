@@ -69,7 +69,8 @@ export class Sender {
     // The extra CA goes into one TLS context made here and given to the agent, not into each
     // request's options: https.Agent names its socket pools after the TLS options of every request,
     // `ca` included, so a CA list passed per request (the system's ~120 roots plus ours) was joined
-    // into a 180 KB string on every delivery, a third of the dispatcher's CPU in the benchmark.
+    // into one long string on every delivery, a large share of the dispatcher's CPU in the benchmark
+    // (docs/benchmarks/dispatcher.md, "What was changed for speed", step 1).
     // secureContext is not part of that name. Trusted: the system's roots and the extra CA, as before.
     const secureContext = options.ca
       ? createSecureContext({ ca: [...rootCertificates, options.ca] })
