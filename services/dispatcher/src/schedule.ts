@@ -4,7 +4,7 @@ import type { DeliveryPolicy } from './config.ts';
 //
 // A webhook's failure streak is `webhooks.failing_since`. Deliveries move it through one statement,
 // the one that records their attempts (`RECORD_ATTEMPTS`, behind recordAttempts in
-// packages/db/src/repositories/webhooks.ts), by these rules:
+// packages/db/src/repositories/webhook-attempts.ts), by these rules:
 // - A 2xx ends the streak (D7: any 2xx resets it): failing_since and warned_at are cleared, and
 //   last_success_at becomes the 2xx's time.
 // - A failure starts a streak at its own time, unless one runs already, which then keeps its
