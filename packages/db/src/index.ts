@@ -22,5 +22,6 @@ export { findContactPrecompiled, findPaymentPrecompiled, findTripPrecompiled } f
 export * from './repositories/audit.ts';
 export * from './repositories/sessions.ts';
 export * from './repositories/sign-in-failures.ts';
+export * from './repositories/rate-limits.ts';
 export * from './repositories/platform-secrets.ts';
 export * from './repositories/ping.ts';

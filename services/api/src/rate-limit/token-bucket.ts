@@ -1,6 +1,6 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { Redis } from 'ioredis';
-import type { Database } from '@trips/db';
+import { takeBucketTokens, type BucketTake, type Database } from '@trips/db';
 
 /** Policy of D3: a bucket of `burst` tokens per key, refilled at `perSecond`. */
 export interface BucketPolicy {
@@ -161,19 +161,9 @@ export class PostgresBuckets implements SharedBuckets {
     this.policy = policy;
   }
 
-  private async upsert(keyId: string, want: number, giveBack: number) {
+  private async upsert(keyId: string, want: number, giveBack: number): Promise<BucketTake> {
     const { perSecond, burst } = this.policy;
-    const refilled = sql`least(${burst}::float8, b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refreshed_at)) * ${perSecond}::float8 + ${giveBack}::float8)`;
-    const { rows } = await sql<{ tokens: number; allowed: boolean }>`
-      INSERT INTO rate_limit_buckets AS b (key_id, tokens, allowed, refreshed_at)
-      VALUES (${keyId}, ${burst - want}::float8, true, clock_timestamp())
-      ON CONFLICT (key_id) DO UPDATE SET
-        tokens = CASE WHEN ${refilled} >= ${want}::float8 THEN ${refilled} - ${want}::float8 ELSE ${refilled} END,
-        allowed = ${refilled} >= ${want}::float8,
-        refreshed_at = clock_timestamp()
-      RETURNING tokens, allowed
-    `.execute(this.db);
-    return rows[0]!;
+    return takeBucketTokens(this.db, { keyId, want, giveBack, perSecond, burst });
   }
 
   async lease(keyId: string, want: number, giveBack: number): Promise<SharedLease> {
