@@ -50,17 +50,43 @@ export interface CreatedApiKey {
   key: string;
 }
 
+/** Stores a key made by generateApiKey (its hash and prefix, never the plaintext). */
+export async function insertApiKey(
+  db: Kysely<Database>,
+  input: { agencyId: string; scopes: string[]; name: string | null; prefix: string; hash: Buffer },
+) {
+  const { agencyId, scopes, name, prefix, hash } = input;
+  return db
+    .insertInto('api_keys')
+    .values({ agency_id: agencyId, scopes, name, prefix, hash })
+    .returning(KEY_COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * A new key, stored. The demo seed, tests and benchmarks make their keys with it, so with the same
+ * insert as an owner's key made on the settings page or with tripctl (insertApiKey).
+ */
 export async function createApiKey(
   db: Kysely<Database>,
   input: { agencyId: string; scopes: string[]; name?: string | null },
 ): Promise<CreatedApiKey> {
   const { key, prefix, hash } = generateApiKey();
-  const row = await db
-    .insertInto('api_keys')
-    .values({ agency_id: input.agencyId, scopes: input.scopes, name: input.name ?? null, prefix, hash })
-    .returning(['id', 'agency_id', 'prefix', 'scopes', 'created_at'])
-    .executeTakeFirstOrThrow();
-  return { ...row, key };
+  const row = await insertApiKey(db, {
+    agencyId: input.agencyId,
+    scopes: input.scopes,
+    name: input.name ?? null,
+    prefix,
+    hash,
+  });
+  return {
+    id: row.id,
+    agency_id: row.agency_id,
+    prefix: row.prefix,
+    scopes: row.scopes,
+    created_at: row.created_at,
+    key,
+  };
 }
 
 /** Revokes a key; answers false when there is no such key. Revoking twice keeps the first time. */
@@ -141,19 +167,6 @@ export async function setApiKeyScopes(db: Kysely<Database>, id: string, scopes: 
     .where('id', '=', id)
     .returning(KEY_COLUMNS)
     .executeTakeFirst();
-}
-
-/** Stores a key made by generateApiKey (its hash and prefix, never the plaintext). */
-export async function insertApiKey(
-  db: Kysely<Database>,
-  input: { agencyId: string; scopes: string[]; name: string | null; prefix: string; hash: Buffer },
-) {
-  const { agencyId, scopes, name, prefix, hash } = input;
-  return db
-    .insertInto('api_keys')
-    .values({ agency_id: agencyId, scopes, name, prefix, hash })
-    .returning(KEY_COLUMNS)
-    .executeTakeFirstOrThrow();
 }
 
 /** A key, locked until the transaction ends; undefined when there is no such key. */
