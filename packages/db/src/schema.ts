@@ -141,11 +141,6 @@ export interface Database {
 }
 
 export type Agency = Selectable<AgenciesTable>;
-export type User = Selectable<UsersTable>;
-export type ApiKey = Selectable<ApiKeysTable>;
-export type TripRow = Selectable<TripsTable>;
-export type PaymentRow = Selectable<PaymentsTable>;
-export type ContactRow = Selectable<ContactsTable>;
 
 export type OutboxSource =
   'trips' | 'itineraries' | 'trip_options' | 'payments' | 'contacts' | 'trip_contacts';
@@ -198,7 +193,6 @@ export interface EventGroupsTable {
 }
 
 export type OutboxRow = Selectable<OutboxTable>;
-export type EventRow = Selectable<EventsTable>;
 
 export type WebhookDisabledReason = 'failing' | 'owner';
 

@@ -32,18 +32,3 @@ export async function insertAuditEntry(db: Db, entry: NewAuditEntry): Promise<Au
     .returningAll()
     .executeTakeFirstOrThrow();
 }
-
-/** An agency's audit trail, newest first; optionally of one object only. */
-export async function listAuditEntries(
-  db: Db,
-  agencyId: string,
-  options: { objectId?: string; limit?: number } = {},
-): Promise<AuditLogRow[]> {
-  let query = db.selectFrom('audit_log').selectAll().where('agency_id', '=', agencyId);
-  if (options.objectId !== undefined) query = query.where('object_id', '=', options.objectId);
-  return query
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(options.limit ?? 100)
-    .execute();
-}

@@ -63,7 +63,7 @@ function partitionName(dayStartMs: number): string {
 }
 
 /** Names of the existing day partitions with the start of their day (UTC, ms). */
-export async function listEventPartitions(db: Db): Promise<{ name: string; dayStart: number }[]> {
+async function listEventPartitions(db: Db): Promise<{ name: string; dayStart: number }[]> {
   const result = await sql<{ name: string }>`
     SELECT c.relname AS name FROM pg_inherits i
       JOIN pg_class c ON c.oid = i.inhrelid

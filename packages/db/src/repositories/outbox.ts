@@ -1,8 +1,6 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Database, OutboxRow } from '../schema.ts';
 import { takeRoundRobin } from './round-robin.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /**
  * Claims up to `limit` captured changes, round-robin across agencies: the oldest change of every
@@ -30,13 +28,4 @@ export async function claimOutbox(trx: Transaction<Database>, limit: number): Pr
 export async function deleteOutbox(trx: Transaction<Database>, ids: number[]): Promise<void> {
   if (ids.length === 0) return;
   await sql`DELETE FROM outbox WHERE id = ANY(${ids}::bigint[])`.execute(trx);
-}
-
-/** How many changes wait to be recorded: the recorder's backlog, for metrics and benchmarks. */
-export async function countOutbox(db: Db): Promise<number> {
-  const row = await db
-    .selectFrom('outbox')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
 }

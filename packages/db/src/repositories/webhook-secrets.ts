@@ -5,8 +5,6 @@ import type { Database } from '../schema.ts';
 type Db = Kysely<Database> | Transaction<Database>;
 
 /** D7: `whsec_` then 32 random bytes in base64url (43 characters). */
-export const WEBHOOK_SECRET_PATTERN = /^whsec_[A-Za-z0-9_-]{43}$/;
-
 export function generateWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64url')}`;
 }
