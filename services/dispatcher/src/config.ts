@@ -44,8 +44,20 @@ export function readConfig(source: Record<string, string | undefined> = process.
      * How long a webhook's circuit breaker stays open before one trial attempt: 30s, or a quarter
      * of WEBHOOK_FAILURE_WINDOW when that is shorter, so an endpoint that recovered is tried well
      * before it could be switched off (a window of seconds in tests compresses this too, D9).
+     * One trial per cooldown: a recovered endpoint is back quickly, a dead one costs one attempt
+     * per cooldown per dispatcher instead of one per delivery.
      */
     breakerCooldownMs: env.duration('DISPATCHER_BREAKER_COOLDOWN', '30s'),
+    /**
+     * A webhook's breaker opens when more than this share (percent) of its attempts in the last
+     * DISPATCHER_BREAKER_WINDOW failed, once at least DISPATCHER_BREAKER_VOLUME were made: open on a
+     * clear majority of failures, and only after enough attempts that one event's own retries (at
+     * most a handful per window) can never open it, so the retry schedule stays exact. At 100 it
+     * could never open, hence at most 99.
+     */
+    breakerErrorPercent: env.int('DISPATCHER_BREAKER_ERROR_PERCENT', 50, { min: 1, max: 99 }),
+    breakerVolume: env.int('DISPATCHER_BREAKER_VOLUME', 10, { min: 1, max: 10_000 }),
+    breakerWindowMs: env.duration('DISPATCHER_BREAKER_WINDOW', '1m'),
     /** /healthz and /readyz; 0 picks a free port (tests). */
     healthPort: env.int('DISPATCHER_HEALTH_PORT', 3002, { min: 0, max: 65_535 }),
     /** SIGTERM: in-flight attempts finish (they last at most WEBHOOK_TIMEOUT); past this the process exits anyway. */
@@ -61,6 +73,10 @@ export function readConfig(source: Record<string, string | undefined> = process.
   env.check(
     config.breakerCooldownMs < config.failureWindowMs,
     `DISPATCHER_BREAKER_COOLDOWN (${config.breakerCooldownMs} ms) must be shorter than WEBHOOK_FAILURE_WINDOW (${config.failureWindowMs} ms), or a recovered endpoint could be switched off untried`,
+  );
+  env.check(
+    config.breakerWindowMs >= 1_000,
+    `DISPATCHER_BREAKER_WINDOW (${config.breakerWindowMs} ms) must be at least 1s: the breaker counts it in ten slices`,
   );
   env.check(
     config.failureWindowMs >= config.retryDelaysMs[0]!,

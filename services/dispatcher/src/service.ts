@@ -43,20 +43,6 @@ const INLINE_MAX_MS = 1_000;
 const claimSize = (config: DispatcherConfig) => config.endpointConcurrency;
 
 /**
- * The circuit breaker of short-term endpoint protection (endpoints.ts). Policy as data, with why
- * in each comment; the cap and the cooldown come from the settings.
- */
-const BREAKER: Omit<EndpointProtection['breaker'], 'cooldownMs'> = {
-  // Open on a clear majority of failures, and only after enough attempts that one event's own
-  // retries (at most a handful per window) can never open it: the schedule stays exact.
-  errorThresholdPercentage: 50,
-  volumeThreshold: 10,
-  rollingWindowMs: 60_000,
-  // Then one trial per DISPATCHER_BREAKER_COOLDOWN (30s): a recovered endpoint is back quickly, a
-  // dead one costs one attempt per cooldown per dispatcher instead of one per delivery.
-};
-
-/**
  * A lane attempt's retry not confirmed by RabbitMQ within this fails its settling; the delivery
  * stays claimed and is attempted again once the claim expires.
  */
@@ -82,7 +68,14 @@ export async function startDispatcherService(
   const endpoints = new Endpoints({
     concurrency: config.endpointConcurrency,
     inlineMaxMs: INLINE_MAX_MS,
-    breaker: { ...BREAKER, cooldownMs: config.breakerCooldownMs },
+    // The circuit breaker of short-term endpoint protection: every threshold is a setting, with
+    // why its default is what it is (config.ts).
+    breaker: {
+      errorThresholdPercentage: config.breakerErrorPercent,
+      volumeThreshold: config.breakerVolume,
+      rollingWindowMs: config.breakerWindowMs,
+      cooldownMs: config.breakerCooldownMs,
+    },
     ...hooks.protection,
   });
   // Deliveries in flight share their database round trips (store.ts, batching.ts).

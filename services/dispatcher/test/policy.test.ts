@@ -96,6 +96,28 @@ describe('configuration', () => {
       /DISPATCHER_BREAKER_COOLDOWN .* must be shorter than WEBHOOK_FAILURE_WINDOW/,
     );
   });
+
+  test('the breaker opens on more than half of at least 10 attempts in a minute, unless set otherwise', () => {
+    const config = readConfig({});
+    expect(config.breakerErrorPercent).toBe(50);
+    expect(config.breakerVolume).toBe(10);
+    expect(config.breakerWindowMs).toBe(MINUTE);
+    const set = readConfig({
+      DISPATCHER_BREAKER_ERROR_PERCENT: '75',
+      DISPATCHER_BREAKER_VOLUME: '20',
+      DISPATCHER_BREAKER_WINDOW: '2m',
+    });
+    expect([set.breakerErrorPercent, set.breakerVolume, set.breakerWindowMs]).toEqual([75, 20, 2 * MINUTE]);
+    expect(() => readConfig({ DISPATCHER_BREAKER_ERROR_PERCENT: '100' })).toThrow(
+      /DISPATCHER_BREAKER_ERROR_PERCENT must be a whole number from 1 to 99/,
+    );
+    expect(() => readConfig({ DISPATCHER_BREAKER_VOLUME: '0' })).toThrow(
+      /DISPATCHER_BREAKER_VOLUME must be a whole number from 1 to 10000/,
+    );
+    expect(() => readConfig({ DISPATCHER_BREAKER_WINDOW: '500ms' })).toThrow(
+      /DISPATCHER_BREAKER_WINDOW .* must be at least 1s/,
+    );
+  });
 });
 
 test('the signature header: t, then one v1 per secret, each an HMAC of `<t>.<body>`', () => {
