@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DockerfileParser } from 'dockerfile-ast';
-import { loadConfig as apiConfig } from '../../services/api/src/config.ts';
+import { readConfig as apiConfig } from '../../services/api/src/config.ts';
 import { readConfig as recorderConfig } from '../../services/recorder/src/config.ts';
 import { readConfig as dispatcherConfig } from '../../services/dispatcher/src/config.ts';
 import { readConfig as tripctlConfig, defaultBaseUrl } from '../../packages/tripctl/src/config.ts';

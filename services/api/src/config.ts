@@ -2,7 +2,7 @@ import express from 'express';
 import { EnvReader, readCommonConfig } from '@trips/runtime';
 
 /** The API's settings (decisions.md D9 names), parsed once at start and frozen. */
-export function loadConfig(source: Record<string, string | undefined> = process.env) {
+export function readConfig(source: Record<string, string | undefined> = process.env) {
   const env = new EnvReader(source);
   const config = {
     ...readCommonConfig(env),
@@ -56,7 +56,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   return Object.freeze(config);
 }
 
-export type ApiConfig = ReturnType<typeof loadConfig>;
+export type ApiConfig = ReturnType<typeof readConfig>;
 
 /** Whether Express takes `value` as its "trust proxy" setting, checked by Express' own parser. */
 function trustProxyParses(value: string): boolean {

@@ -1,3 +1,3 @@
 export { createApp, type ApiDependencies } from './app.ts';
-export { loadConfig, type ApiConfig } from './config.ts';
-export { startApi, type RunningApi } from './server.ts';
+export { readConfig, type ApiConfig } from './config.ts';
+export { startApiService, type ApiService } from './server.ts';

@@ -1,11 +1,11 @@
 import { runService } from '@trips/runtime';
-import { loadConfig } from './config.ts';
-import { startApi } from './server.ts';
+import { readConfig } from './config.ts';
+import { startApiService } from './server.ts';
 
-// Wiring only: configuration → dependencies → start; stopping is startApi's stop().
+// Wiring only: configuration → dependencies → start; stopping is startApiService's stop().
 await runService({
   name: 'api',
-  readConfig: loadConfig,
-  start: startApi,
+  readConfig: () => readConfig(),
+  start: startApiService,
   stopDeadlineMs: (config) => config.shutdownDeadlineMs,
 });

@@ -14,7 +14,7 @@ import { addSyncHorizonMetric } from './sync-horizon-metric.ts';
 import { LeasedTokenBuckets } from './rate-limit/leases.ts';
 import { PostgresBuckets, RedisBuckets } from './rate-limit/token-bucket.ts';
 
-export interface RunningApi {
+export interface ApiService {
   server: Server;
   url: string;
   /** Where GET /metrics answers. */
@@ -31,7 +31,7 @@ export const MISSING_STATS_PRIVILEGE =
   'docs/operations.md)';
 
 /** Opens every dependency, then listens. Used by main.ts, the tests and the benchmark alike. */
-export async function startApi(config: ApiConfig, logger: Logger): Promise<RunningApi> {
+export async function startApiService(config: ApiConfig, logger: Logger): Promise<ApiService> {
   const db = createDb(config.databaseUrl, { max: config.dbPoolSize, applicationName: 'trips-api' });
   // A role that cannot see other sessions' transactions would make list sync skip late commits
   // silently; better not to start, saying why, than to serve lists that lose changes.

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import { createAgency, createApiKey, type Database } from '@trips/db';
 import { LogCapture, type TestDatabase } from '@trips/testkit';
-import { loadConfig } from '../src/config.ts';
-import { startApi, type RunningApi } from '../src/server.ts';
+import { readConfig } from '../src/config.ts';
+import { startApiService, type ApiService } from '../src/server.ts';
 
 export async function startTestApi(t: TestDatabase, env: Record<string, string> = {}) {
   const logs = new LogCapture();
-  const config = loadConfig({
+  const config = readConfig({
     DATABASE_URL: t.url,
     PORT: '0',
     API_METRICS_PORT: '0',
@@ -14,7 +14,7 @@ export async function startTestApi(t: TestDatabase, env: Record<string, string> 
     RATE_LIMIT_BURST: '100000',
     ...env,
   });
-  const api: RunningApi = await startApi(config, logs.logger);
+  const api: ApiService = await startApiService(config, logs.logger);
   return { ...api, logs };
 }
 
