@@ -132,7 +132,7 @@ export class Sender {
         status >= 200 && status < 300 ? null : status >= 300 && status < 400 ? 'redirect' : 'http_status';
       return finish({ statusCode: status, error, body: text });
     } catch (error) {
-      return finish({ statusCode: null, error: classify(error), body: null });
+      return finish({ statusCode: null, error: attemptErrorOf(error), body: null });
     } finally {
       stream.destroy();
     }
@@ -193,7 +193,7 @@ const TLS_CODES =
   /^(ERR_TLS_|ERR_SSL_|EPROTO$|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|HOSTNAME_MISMATCH|ERR_OSSL)/;
 
 /** Maps what got and Node throw to the error classes owners see. */
-export function classify(error: unknown): AttemptError {
+export function attemptErrorOf(error: unknown): AttemptError {
   const e = error as { code?: string; name?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code ?? '';
   if (code === 'ssrf_blocked') return 'ssrf_blocked';
