@@ -8,7 +8,6 @@ export * from './repositories/sync.ts';
 export * from './repositories/trips.ts';
 export * from './repositories/payments.ts';
 export * from './repositories/contacts.ts';
-export * from './repositories/demo.ts';
 export * from './repositories/outbox.ts';
 export * from './repositories/advisory-locks.ts';
 export * from './repositories/events.ts';

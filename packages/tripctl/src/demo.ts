@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { seedDemoAgency } from '@trips/db';
 import { parseHttpUrl, parseName, SCOPES } from './args.ts';
 import { defaultBaseUrl } from './config.ts';
 import { JSON_OPTION, type Context } from './context.ts';
+import { seedDemoAgency } from './demo-seed.ts';
 import { printResult } from './output.ts';
 
 export function registerDemo(program: Command, ctx: Context): void {

@@ -1,5 +1,5 @@
-import { sql, type Kysely } from 'kysely';
-import type { Database } from '../schema.ts';
+import { sql, type Insertable, type Kysely } from 'kysely';
+import type { ContactsTable, Database } from '../schema.ts';
 import { exactUpdatedAt, inSyncWindow, pageOf, type SyncPage, type SyncQuery } from './sync.ts';
 
 /** The trips a contact is on, templates excluded since they are not trips (D5). */
@@ -43,4 +43,33 @@ export async function listContacts(
     .where('c.agency_id', '=', agencyId);
   const rows = await (await inSyncWindow(db, builder, 'c', query)).execute();
   return pageOf(rows, query.limit);
+}
+
+export type NewContact = Omit<Insertable<ContactsTable>, 'agency_id'>;
+
+/** Inserts a contact; answers its id. For seeding (tripctl demo), as insertTrip. */
+export async function insertContact(
+  db: Kysely<Database>,
+  agencyId: string,
+  contact: NewContact,
+): Promise<string> {
+  const { id } = await db
+    .insertInto('contacts')
+    .values({ ...contact, agency_id: agencyId })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return id;
+}
+
+/** Puts a contact on a trip (trip_contacts). For seeding (tripctl demo), as insertTrip. */
+export async function addContactToTrip(
+  db: Kysely<Database>,
+  agencyId: string,
+  tripId: string,
+  contactId: string,
+): Promise<void> {
+  await db
+    .insertInto('trip_contacts')
+    .values({ agency_id: agencyId, trip_id: tripId, contact_id: contactId })
+    .execute();
 }

@@ -1,5 +1,5 @@
-import { type Kysely } from 'kysely';
-import type { Database } from '../schema.ts';
+import type { Insertable, Kysely } from 'kysely';
+import type { Database, PaymentsTable } from '../schema.ts';
 import { exactUpdatedAt, inSyncWindow, pageOf, type SyncPage, type SyncQuery } from './sync.ts';
 
 const paymentColumns = [
@@ -45,4 +45,21 @@ export async function listPayments(
   ]);
   const rows = await (await inSyncWindow(db, builder, 'p', query)).execute();
   return pageOf(rows, query.limit);
+}
+
+export type NewPayment = Omit<Insertable<PaymentsTable>, 'agency_id' | 'trip_id'>;
+
+/** Inserts a payment of a trip; answers its id. For seeding (tripctl demo), as insertTrip. */
+export async function insertPayment(
+  db: Kysely<Database>,
+  agencyId: string,
+  tripId: string,
+  payment: NewPayment,
+): Promise<string> {
+  const { id } = await db
+    .insertInto('payments')
+    .values({ ...payment, agency_id: agencyId, trip_id: tripId })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return id;
 }

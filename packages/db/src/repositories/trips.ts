@@ -1,5 +1,5 @@
-import { type Kysely } from 'kysely';
-import type { Database } from '../schema.ts';
+import type { Insertable, Kysely } from 'kysely';
+import type { Database, TripsTable } from '../schema.ts';
 import { exactUpdatedAt, inSyncWindow, pageOf, type SyncPage, type SyncQuery } from './sync.ts';
 
 const tripColumns = [
@@ -47,4 +47,35 @@ export async function listTrips(
     .where('t.is_template', '=', false);
   const rows = await (await inSyncWindow(db, builder, 't', query)).execute();
   return pageOf(rows, query.limit);
+}
+
+/** A trip to insert with its itinerary and its options, in the order of their positions. */
+export type NewTrip = Omit<Insertable<TripsTable>, 'agency_id'> & {
+  itinerary?: { non_golfers: number; summary: string };
+  options?: { name: string; description: string | null; price_amount: number | null }[];
+};
+
+/**
+ * Inserts a trip with its itinerary and options; answers its id. For seeding (tripctl demo): the
+ * product writes trips, this service only reads them. Call it in a transaction.
+ */
+export async function insertTrip(db: Kysely<Database>, agencyId: string, trip: NewTrip): Promise<string> {
+  const { itinerary, options, ...values } = trip;
+  const { id } = await db
+    .insertInto('trips')
+    .values({ ...values, agency_id: agencyId })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  if (itinerary)
+    await db
+      .insertInto('itineraries')
+      .values({ trip_id: id, ...itinerary })
+      .execute();
+  for (const [position, option] of (options ?? []).entries()) {
+    await db
+      .insertInto('trip_options')
+      .values({ trip_id: id, position, ...option })
+      .execute();
+  }
+  return id;
 }
