@@ -33,7 +33,7 @@ const LEASE_FACTOR = 2;
 /**
  * Sends the e-mails owed to owners (owner_notices), oldest first, one at a time. Several
  * dispatchers may run this at once. Each notice is claimed with a lease committed at once
- * (repositories/webhooks.ts `claimNextNotice`), sent with no database transaction open, then
+ * (repositories/owner-notices.ts `claimNextNotice`), sent with no database transaction open, then
  * marked sent or failed in one statement that ends the claim. So a hanging mail server holds no
  * transaction, lock or pooled connection, holds back no list sync and no other notice, and costs
  * at most `sendTimeoutMs` per e-mail. No two live mailers send one notice: the lease keeps others
