@@ -151,14 +151,6 @@ export async function listApiKeys(db: Kysely<Database>, agencyId: string) {
     .execute();
 }
 
-export async function findApiKey(db: Kysely<Database>, id: string) {
-  return db
-    .selectFrom('api_keys')
-    .select(['id', 'agency_id', 'name', 'prefix', 'scopes', 'created_at', 'last_used_at', 'revoked_at'])
-    .where('id', '=', id)
-    .executeTakeFirst();
-}
-
 /** Replaces a key's scopes (callers check them against D2's catalogue); undefined when there is no such key. */
 export async function setApiKeyScopes(db: Kysely<Database>, id: string, scopes: string[]) {
   return db
