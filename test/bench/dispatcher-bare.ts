@@ -16,7 +16,7 @@ const concurrency = Number(process.env.BENCH_CONCURRENCY);
 const secret = process.env.BENCH_SECRET!;
 const ca = readFileSync(process.env.WEBHOOK_CA_FILE!, 'utf8');
 
-// The same TLS setup as the dispatcher's (delivery.ts): the CA in one context on the agent.
+// The same TLS setup as the dispatcher's (sender.ts): the CA in one context on the agent.
 const secureContext = createSecureContext({ ca: [...rootCertificates, ca] });
 const agent = new Agent({ keepAlive: true, maxSockets: 256, secureContext });
 const client = got.extend({

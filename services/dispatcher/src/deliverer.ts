@@ -5,7 +5,7 @@ import type { DeliveryTarget } from '@trips/db';
 import { atMostEvery, type Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
 import { parseContent, type Disposition, type Publisher } from './consumer.ts';
-import type { AttemptResult, Sender } from './delivery.ts';
+import type { AttemptResult, Sender } from './sender.ts';
 import type { DeferReason, Endpoints } from './endpoints.ts';
 import { nextRetry } from './schedule.ts';
 import type { DeliveryStore } from './store.ts';

@@ -1,5 +1,5 @@
 import CircuitBreaker from 'opossum';
-import type { AttemptResult } from './delivery.ts';
+import type { AttemptResult } from './sender.ts';
 
 export interface EndpointProtection {
   /** Attempts in flight to one webhook from this process. */

@@ -9,7 +9,7 @@ import { RecoveringChannel } from '@trips/runtime/amqp';
 import type { DispatcherConfig } from './config.ts';
 import { Consumer } from './consumer.ts';
 import { createDeliverer, type Outcome } from './deliverer.ts';
-import { Sender } from './delivery.ts';
+import { Sender } from './sender.ts';
 import { Endpoints, type EndpointProtection } from './endpoints.ts';
 import { fanOutHandler } from './fan-out.ts';
 import { Lanes } from './lanes.ts';

@@ -11,7 +11,7 @@ import {
   type TestCa,
   type TestReceiver,
 } from '@trips/testkit';
-import { storableText } from '../src/delivery.ts';
+import { storableText } from '../src/sender.ts';
 import { USER_AGENT } from '../src/index.ts';
 import {
   agencyWithOwners,

@@ -1,4 +1,4 @@
-import type { AttemptResult } from '../src/delivery.ts';
+import type { AttemptResult } from '../src/sender.ts';
 import { Endpoints, type GuardedResult } from '../src/endpoints.ts';
 
 // Per-endpoint protection (endpoints.ts), on its own: two slots, an endpoint slower than 100 ms

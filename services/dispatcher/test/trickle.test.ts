@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:https';
 import type { ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createTestCa, startReceiver, waitFor, type TestCa } from '@trips/testkit';
-import { Sender } from '../src/delivery.ts';
+import { Sender } from '../src/sender.ts';
 import { makeEvent } from './support.ts';
 
 const TIMEOUT_MS = 5_000;
