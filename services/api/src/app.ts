@@ -55,8 +55,9 @@ export function createApp(deps: ApiDependencies): Express {
   if (deps.trustProxy) app.set('trust proxy', deps.trustProxy);
 
   app.use(assignRequestId, accessLog(deps.logger, deps.observeRequest));
-  addProbeRoutes(app, deps.db);
-  addDocsRoutes(app);
+  // The probes and the public contract, as their routes were added: another method on one of
+  // these paths is a 405, GET being the only method on each.
+  app.all([...addProbeRoutes(app, deps.db), ...addDocsRoutes(app)], methodNotAllowed);
   if (deps.settingsPage) app.use('/settings', settingsPageRouter(deps.db, deps.logger, deps.settingsPage));
 
   const api = Router();

@@ -2,18 +2,20 @@ import type { IRouter } from 'express';
 import type { Kysely } from 'kysely';
 import { pingDatabase, type Database } from '@trips/db';
 import { withTimeout } from '@trips/runtime';
-import { methodNotAllowed } from '../errors.ts';
 import { sendJson } from '../http/send-json.ts';
 
 /**
  * Probes for Kubernetes: liveness checks nothing outside the process, readiness checks Postgres.
- * Added to the caller's router, not a Router of their own: see app.ts for why.
+ * Added to the caller's router, not a Router of their own: see app.ts for why. Returns the paths
+ * it adds.
  */
-export function addProbeRoutes(router: IRouter, db: Kysely<Database>): void {
-  router.get('/healthz', (_req, res) => {
+export function addProbeRoutes(router: IRouter, db: Kysely<Database>): string[] {
+  const livenessPath = '/healthz';
+  router.get(livenessPath, (_req, res) => {
     sendJson(res, { status: 'ok' });
   });
-  router.get('/readyz', async (_req, res) => {
+  const readinessPath = '/readyz';
+  router.get(readinessPath, async (_req, res) => {
     try {
       await withTimeout(pingDatabase(db), 2_000, () => new Error('timeout'));
       sendJson(res, { status: 'ready' });
@@ -21,5 +23,5 @@ export function addProbeRoutes(router: IRouter, db: Kysely<Database>): void {
       sendJson(res.status(503), { status: 'unavailable', checks: { postgres: 'unreachable' } });
     }
   });
-  router.all(['/healthz', '/readyz'], methodNotAllowed);
+  return [livenessPath, readinessPath];
 }
