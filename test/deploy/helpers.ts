@@ -122,7 +122,7 @@ export function workspaceClosure(pkgDir: string): string[] {
   return [...seen].sort();
 }
 
-export function packageName(pkgDir: string): string {
+function packageName(pkgDir: string): string {
   return readJson<{ name: string }>(`${pkgDir}/package.json`).name;
 }
 
@@ -137,7 +137,7 @@ export function durationMs(value: string): number {
 // ---------------------------------------------------------------------------------------------
 // The Dockerfile: one target per image
 
-export interface DockerInstruction {
+interface DockerInstruction {
   keyword: string;
   args: string[];
   /** The exec (JSON) form's strings, when the instruction is written that way. */

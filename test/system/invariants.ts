@@ -23,7 +23,7 @@ export interface Span {
   to: number;
 }
 
-export type Counts = Record<string, number>;
+type Counts = Record<string, number>;
 
 export interface Verdict {
   violations: string[];

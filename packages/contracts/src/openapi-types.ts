@@ -20,11 +20,11 @@ export interface Parameter {
   style?: 'form';
   explode?: boolean;
 }
-export interface Example {
+interface Example {
   summary: string;
   value: unknown;
 }
-export interface MediaType {
+interface MediaType {
   schema: JsonSchema;
   examples?: Record<string, Example>;
 }

@@ -9,9 +9,7 @@ import { SCHEMAS } from './schemas.ts';
 import { SCOPES } from './scopes.ts';
 
 export type {
-  Example,
   Header,
-  MediaType,
   OpenApiDocument,
   Operation,
   Parameter,

@@ -17,9 +17,9 @@ const KEY_LENGTH = 32;
 const maxmem = (n: number, r: number) => 256 * n * r;
 
 export const MIN_PASSWORD_LENGTH = 10;
-export const MAX_PASSWORD_LENGTH = 1024;
+const MAX_PASSWORD_LENGTH = 1024;
 
-export function checkPassword(password: string): void {
+function checkPassword(password: string): void {
   if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
     throw invalid(`a password has ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`);
   }

@@ -17,7 +17,7 @@ import { one, type Outcome, type Write } from './activity/writes.ts';
 // the next change among them (planner.ts). This file runs each change in a transaction and keeps
 // the record of what committed.
 
-export type { ActivityObjectType, CommittedChange, ExpectedEvent, ObjectRef } from './activity/changes.ts';
+export type { CommittedChange, ExpectedEvent, ObjectRef } from './activity/changes.ts';
 
 export interface ActivityOptions {
   agencyId: string;

@@ -11,7 +11,7 @@ import { createDb, migrateToLatest, migrations, type Database } from '@trips/db'
 export const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /** The template's name carries a hash of the migrations, so a changed migration makes a new one. */
-export function templateName(): string {
+function templateName(): string {
   const source = Object.entries(migrations)
     .map(([name, m]) => name + m.up.toString())
     .join('\n');

@@ -35,7 +35,7 @@ interface PgLikeError {
 }
 
 /** Where the database is, for messages: host, port and name only, never the password. */
-export function describeDatabase(databaseUrl: string): string {
+function describeDatabase(databaseUrl: string): string {
   try {
     const url = new URL(databaseUrl);
     return `${url.hostname}:${url.port || '5432'}${url.pathname}`;

@@ -29,7 +29,7 @@ const MAX_ATTEMPTS_LIMIT = 1000;
  * unless WEBHOOK_ALLOW_PRIVATE_NETWORKS is set. Answers the URL as WHATWG parses it, which is what
  * the dispatcher will call. A usage error that never repeats the URL: it may carry a password.
  */
-export function parseWebhookUrl(value: string): string {
+function parseWebhookUrl(value: string): string {
   try {
     return checkWebhookUrl(value, { allowPrivateNetworks: true });
   } catch (error) {
@@ -39,13 +39,13 @@ export function parseWebhookUrl(value: string): string {
 }
 
 /** Comma-separated event types from the catalogue, or `all` for every one of them. */
-export const parseEventTypes = fromCheck((value) =>
+const parseEventTypes = fromCheck((value) =>
   value.trim() === 'all' ? [...EVENT_TYPE_NAMES] : checkEventTypes(value.split(',')),
 );
 
-export const parseDescription = fromCheck((value) => checkDescription(value)!);
+const parseDescription = fromCheck((value) => checkDescription(value)!);
 
-export function parseLimit(value: string): number {
+function parseLimit(value: string): number {
   const limit = /^\d+$/.test(value.trim()) ? Number(value.trim()) : NaN;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_ATTEMPTS_LIMIT) {
     throw new InvalidArgumentError(`'${value}' is not a whole number from 1 to ${MAX_ATTEMPTS_LIMIT}.`);
@@ -299,7 +299,7 @@ export function registerWebhook(program: Command, ctx: Context): void {
     });
 }
 
-export function parseOverlap(value: string): number {
+function parseOverlap(value: string): number {
   try {
     return parseDuration(value.trim());
   } catch {
@@ -308,7 +308,7 @@ export function parseOverlap(value: string): number {
 }
 
 /** An ISO 8601 time, or a duration before now. */
-export function parseSince(value: string): Date {
+function parseSince(value: string): Date {
   const text = value.trim();
   if (/^\d+(ms|s|m|h|d)$/.test(text)) return new Date(Date.now() - parseOverlap(text));
   const time = isCalendarTime(text) ? new Date(text) : new Date(NaN);

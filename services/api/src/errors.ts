@@ -37,7 +37,7 @@ export function errorBody(error: ApiError, requestId: string) {
 }
 
 /** Writes the D1 error body; the status always comes from the contract's table. */
-export function sendError(res: Response, error: ApiError): void {
+function sendError(res: Response, error: ApiError): void {
   const requestId = String(res.getHeader('Request-Id') ?? '');
   sendJson(res.status(ERROR_CODES[error.code].status), errorBody(error, requestId));
 }

@@ -27,7 +27,7 @@ export interface DelivererDeps {
  * both made while their RabbitMQ message is held (inline), or a delivery claimed from its
  * webhook's lane.
  */
-export type Source = 'fan_out' | 'deliveries_queue' | 'lane';
+type Source = 'fan_out' | 'deliveries_queue' | 'lane';
 
 /** What the deliverer needs of the webhook lanes (lanes.ts). */
 export interface LaneEntry {

@@ -193,7 +193,7 @@ const TLS_CODES =
   /^(ERR_TLS_|ERR_SSL_|EPROTO$|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|HOSTNAME_MISMATCH|ERR_OSSL)/;
 
 /** Maps what got and Node throw to the error classes owners see. */
-export function attemptErrorOf(error: unknown): AttemptError {
+function attemptErrorOf(error: unknown): AttemptError {
   const e = error as { code?: string; name?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code ?? '';
   if (code === 'ssrf_blocked') return 'ssrf_blocked';

@@ -6,7 +6,7 @@ import type pg from 'pg';
  * `/* prepared: record_attempts *\/`. The name also shows in pg_stat_activity, so an operator sees
  * which statement a backend runs.
  */
-export const PREPARED_MARK = /^\/\* prepared: ([a-z][a-z0-9_]*) \*\//;
+const PREPARED_MARK = /^\/\* prepared: ([a-z][a-z0-9_]*) \*\//;
 
 /** Named statements per text, so each text is hashed once. Bounded by the marked texts in the code. */
 const names = new Map<string, string>();

@@ -4,7 +4,7 @@ import { ApiError } from '../errors.ts';
 import { enforceRateLimit } from '../rate-limit/middleware.ts';
 import { callerOf } from './authenticate.ts';
 
-export function requireScope(scope: Scope): RequestHandler {
+function requireScope(scope: Scope): RequestHandler {
   return (req, _res, next) => {
     if (!callerOf(req).scopes.has(scope)) {
       return next(

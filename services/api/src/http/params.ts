@@ -52,7 +52,7 @@ const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
  * digits past the microsecond are cut, which for `updated_since` errs toward returning a row again
  * rather than skipping one, and a time before year 1 or after 9999 is clamped to the range's end.
  */
-export function parseTimestamp(value: string): string | undefined {
+function parseTimestamp(value: string): string | undefined {
   const m = RFC3339.exec(value);
   if (!m || !isCalendarTime(value)) return undefined;
   const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = [

@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import { deleteSession, findSession, insertSession, type Database, type SessionUser } from '@trips/db';
 
 /** The session cookie; its value is a random token whose SHA-256 is the session's key. */
-export const SESSION_COOKIE = 'trips_settings_session';
+const SESSION_COOKIE = 'trips_settings_session';
 /** Before signing in there is no session: the sign-in form's token is also kept in a cookie. */
 export const SIGN_IN_CSRF_COOKIE = 'trips_settings_csrf';
 export const CSRF_FIELD = 'csrf';

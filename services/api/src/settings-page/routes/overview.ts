@@ -7,7 +7,7 @@ import { overviewPage } from '../views/overview-page.ts';
 import type { WebhookDraft } from '../views/webhook-form.ts';
 
 /** The overview: the agency's keys and webhooks, and the forms that add one. */
-export async function renderOverview(
+async function renderOverview(
   { settings }: PageContext,
   req: Request,
   res: SignedIn,

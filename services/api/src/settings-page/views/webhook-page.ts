@@ -4,7 +4,7 @@ import { html, time, type SafeHtml } from '../html.ts';
 import { banners, csrfField, page, stateBadge, type Banner } from './layout.ts';
 import { webhookFields, type WebhookDraft } from './webhook-form.ts';
 
-export const OVERLAP_CHOICES: { value: string; label: string }[] = [
+const OVERLAP_CHOICES: { value: string; label: string }[] = [
   { value: '0', label: 'no overlap: the old secret stops now' },
   { value: '3600', label: '1 hour' },
   { value: '86400', label: '24 hours' },
