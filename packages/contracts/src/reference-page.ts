@@ -204,8 +204,9 @@ th, td { text-align: left; vertical-align: top; padding: .45rem .6rem; border-bo
 th { font-weight: 600; } td p { margin: 0 0 .4rem; } td p:last-child { margin: 0; }
 `;
 
-/** The reference page of the API: a complete HTML document. */
-export function renderReferencePage(document: OpenApiDocument = openapiDocument): string {
+/** What the page lists, in the order it lists it: the document's operations by tag (the webhooks
+ * apart), the webhooks, and the named schemas that are objects and those that are enums. */
+function contentsOf(document: OpenApiDocument) {
   const tags = document.tags.filter((tag) => tag.name !== 'Webhooks');
   const byTag = tags.map((tag) => ({
     tag,
@@ -224,8 +225,13 @@ export function renderReferencePage(document: OpenApiDocument = openapiDocument)
   const enumSchemas = Object.entries(document.components.schemas).filter(([, schema]) =>
     Array.isArray(schema.enum),
   );
+  return { byTag, webhooks, objectSchemas, enumSchemas };
+}
 
-  const nav = `<nav aria-label="Contents"><ul>
+type Contents = ReturnType<typeof contentsOf>;
+
+function renderNav({ byTag, webhooks, objectSchemas, enumSchemas }: Contents): string {
+  return `<nav aria-label="Contents"><ul>
 <li><a href="#introduction">Introduction</a></li>
 <li><a href="#headers">Response headers</a></li>
 ${byTag
@@ -243,8 +249,10 @@ ${webhooks.map(({ op }) => `<li><a href="#${anchor('webhook', op.operationId)}">
 ${[...objectSchemas, ...enumSchemas].map(([name]) => `<li><a href="#${anchor('schema', name)}">${escapeHtml(name)}</a></li>`).join('\n')}
 </ul></li>
 </ul></nav>`;
+}
 
-  const operations = byTag
+function renderOperations(document: OpenApiDocument, { byTag }: Contents): string {
+  return byTag
     .map(
       ({ tag, operations }) => `<section aria-labelledby="${anchor('tag', tag.name)}">
 <h2 id="${anchor('tag', tag.name)}">${escapeHtml(tag.name)}</h2>
@@ -253,9 +261,11 @@ ${operations.map(({ method, path, op }) => renderOperation(document, method, pat
 </section>`,
     )
     .join('\n');
+}
 
+function renderWebhooks(document: OpenApiDocument, { webhooks }: Contents): string {
   const webhookTag = document.tags.find((tag) => tag.name === 'Webhooks');
-  const webhookSection = `<section aria-labelledby="webhooks">
+  return `<section aria-labelledby="webhooks">
 <h2 id="webhooks">Webhooks</h2>
 ${webhookTag ? prose(webhookTag.description) : ''}
 ${webhooks.map(({ method, op }) => renderOperation(document, method, 'to the HTTPS URL of every subscribed webhook', op, true)).join('\n')}
@@ -272,8 +282,10 @@ ${table(
   ]),
 )}
 </section>`;
+}
 
-  const objects = `<section aria-labelledby="objects">
+function renderObjects({ objectSchemas, enumSchemas }: Contents): string {
+  return `<section aria-labelledby="objects">
 <h2 id="objects">Objects</h2>
 ${objectSchemas
   .map(
@@ -300,7 +312,11 @@ ${prose(String(schema.description ?? ''))}
   )
   .join('\n')}
 </section>`;
+}
 
+/** The reference page of the API: a complete HTML document. */
+export function renderReferencePage(document: OpenApiDocument = openapiDocument): string {
+  const contents = contentsOf(document);
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -316,7 +332,7 @@ ${prose(String(schema.description ?? ''))}
 <p>Version ${escapeHtml(document.info.version)} · OpenAPI ${escapeHtml(document.openapi)} · ${inline(document.info.summary)}</p>
 </header>
 <div class="layout">
-${nav}
+${renderNav(contents)}
 <main id="main">
 <section aria-labelledby="introduction">
 <h2 id="introduction">Introduction</h2>
@@ -326,9 +342,9 @@ ${prose(document.info.description)}
 <h2 id="headers">Response headers</h2>
 ${renderHeaders(document)}
 </section>
-${operations}
-${webhookSection}
-${objects}
+${renderOperations(document, contents)}
+${renderWebhooks(document, contents)}
+${renderObjects(contents)}
 </main>
 </div>
 </body>
