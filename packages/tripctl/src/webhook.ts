@@ -100,6 +100,19 @@ export function registerWebhook(program: Command, ctx: Context): void {
     .command('webhook')
     .description('register webhooks, see their state and deliveries, switch them off and on');
 
+  addCreateCommand(webhook, ctx);
+  addListCommand(webhook, ctx);
+  addDisableCommand(webhook, ctx);
+  addEnableCommand(webhook, ctx);
+  addAttemptsCommand(webhook, ctx);
+  addUpdateCommand(webhook, ctx);
+  addRotateSecretCommand(webhook, ctx);
+  addTestCommand(webhook, ctx);
+  addRedeliverCommand(webhook, ctx);
+}
+
+/** `webhook create`: registers a webhook and prints its signing secret, once. */
+function addCreateCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('create')
     .description('register an https webhook; its signing secret is printed once')
@@ -145,7 +158,10 @@ export function registerWebhook(program: Command, ctx: Context): void {
         ]);
       },
     );
+}
 
+/** `webhook list`: an agency's webhooks with their state. */
+function addListCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('list')
     .description("list an agency's webhooks with their state (never their secrets)")
@@ -164,7 +180,10 @@ export function registerWebhook(program: Command, ctx: Context): void {
             ];
       printResult(ctx.io, opts.json, { agency_id: agency.id, webhooks }, human);
     });
+}
 
+/** `webhook disable`: switches a webhook off. */
+function addDisableCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('disable')
     .description('switch a webhook off: nothing more is delivered and pending retries are dropped')
@@ -178,7 +197,10 @@ export function registerWebhook(program: Command, ctx: Context): void {
         `Switch it back on with 'tripctl webhook enable --id ${updated.id}'.`,
       ]);
     });
+}
 
+/** `webhook enable`: switches a webhook back on. */
+function addEnableCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('enable')
     .description('switch a webhook back on with a fresh failure streak (also after a switch-off)')
@@ -192,7 +214,10 @@ export function registerWebhook(program: Command, ctx: Context): void {
         'Events recorded while it was off are not redelivered; read them with GET /events.',
       ]);
     });
+}
 
+/** `webhook attempts`: a webhook's recent delivery attempts. */
+function addAttemptsCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('attempts')
     .description("a webhook's recent delivery attempts, newest first")
@@ -216,7 +241,10 @@ export function registerWebhook(program: Command, ctx: Context): void {
         human,
       );
     });
+}
 
+/** `webhook update`: a webhook's new URL, event types or description. */
+function addUpdateCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('update')
     .description("change a webhook's URL, event types or description")
@@ -243,7 +271,10 @@ export function registerWebhook(program: Command, ctx: Context): void {
         ]);
       },
     );
+}
 
+/** `webhook rotate-secret`: a new signing secret, the old one signing for the overlap. */
+function addRotateSecretCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('rotate-secret')
     .description('a new signing secret, printed once; the old one keeps signing for the overlap')
@@ -264,7 +295,10 @@ export function registerWebhook(program: Command, ctx: Context): void {
         rotated.secret,
       ]);
     });
+}
 
+/** `webhook test`: a test delivery to one webhook. */
+function addTestCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('test')
     .description('queue a test delivery (an evt_test_… event about a placeholder object) to one webhook')
@@ -277,7 +311,10 @@ export function registerWebhook(program: Command, ctx: Context): void {
         `Queued test event ${sent.event.id} (${sent.event.type}) for webhook ${sent.webhook_id}; see 'tripctl webhook attempts --id ${sent.webhook_id}'.`,
       ]);
     });
+}
 
+/** `webhook redeliver`: the agency's events since a time, queued again for one webhook. */
+function addRedeliverCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('redeliver')
     .description(
