@@ -1,14 +1,15 @@
 import type { Server } from 'node:http';
+import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { Kysely } from 'kysely';
-import { declareTopology, topology, type QueueLimits } from '@trips/broker';
+import { declareTopology, topology, type QueueLimits, type Topology } from '@trips/broker';
 import { connectBroker } from '@trips/broker/connect';
 import { compileValidators, type DeliveryMessage } from '@trips/contracts';
 import { countHeldDeliveries, createDb, pingDatabase, pruneWebhookAttempts, type Database } from '@trips/db';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import type { DispatcherConfig } from './config.ts';
-import { Consumer } from './consumer.ts';
-import { createDeliverer, type Outcome } from './deliverer.ts';
+import { Consumer, type Publisher } from './consumer.ts';
+import { createDeliverer, type Deliverer, type Outcome } from './deliverer.ts';
 import { Sender } from './sender.ts';
 import { Endpoints, type EndpointProtection } from './endpoints.ts';
 import { fanOutHandler } from './fan-out.ts';
@@ -65,49 +66,19 @@ export async function startDispatcherService(
     allowPrivateNetworks: config.allowPrivateNetworks,
     ca: config.ca,
   });
-  const endpoints = new Endpoints({
-    concurrency: config.endpointConcurrency,
-    inlineMaxMs: INLINE_MAX_MS,
-    // The circuit breaker of short-term endpoint protection: every threshold is a setting, with
-    // why its default is what it is (config.ts).
-    breaker: {
-      errorThresholdPercentage: config.breakerErrorPercent,
-      volumeThreshold: config.breakerVolume,
-      rollingWindowMs: config.breakerWindowMs,
-      cooldownMs: config.breakerCooldownMs,
-    },
-    ...hooks.protection,
-  });
+  const endpoints = createEndpoints(config, hooks.protection);
   // Deliveries in flight share their database round trips (store.ts, batching.ts).
   const store = new DeliveryStore(db);
   /** Tells a Postgres outage from a message that fails on its own (consumer.ts). */
   const postgresUp = () => pingDatabase(db).then(() => true);
-  const registry = createMetricsRegistry('dispatcher');
-  // A channel of its own for reading queue depths on scrape, apart from the consumers' channels: a
-  // check of a missing queue makes RabbitMQ close it, and RecoveringChannel opens a new one.
-  const inspector = new RecoveringChannel(connection, { name: 'metrics', setup: async () => {} }, logger);
-  const metrics = dispatcherMetrics(registry, {
-    endpoints,
-    checkQueue: (queue) => inspector.wrapper.checkQueue(queue),
-    topology: names,
-    countHeld: () => countHeldDeliveries(db),
-  });
+  const { registry, inspector, metrics } = createMetrics(connection, { endpoints, names, db }, logger);
   const mailer = new Mailer(
     db,
     { smtpUrl: config.smtpUrl, from: config.mailFrom },
     logger.child({ component: 'mailer' }),
   );
 
-  const lanes = new Lanes(
-    { store, endpoints },
-    {
-      leaseMs: config.policy.laneLeaseMs,
-      scanIntervalMs: config.laneScanIntervalMs,
-      claimSize: claimSize(config),
-      maxInFlight: config.laneMaxInFlight,
-    },
-    logger.child({ component: 'lanes' }),
-  );
+  const lanes = createLanes(config, { store, endpoints }, logger);
   // Lane attempts hold no message: their retries go out on a confirm channel of their own.
   const laneChannel = new RecoveringChannel(connection, { name: 'lanes', setup: async () => {} }, logger);
   const deliverer = createDeliverer({
@@ -123,8 +94,117 @@ export async function startDispatcherService(
       hooks.onOutcome?.(outcome, delivery);
     },
   });
-  // Both consumers attempt deliveries when the webhook has room, and hold them in its lane when not:
-  // fan-out the first attempt of each, the deliveries queue the retries.
+  const { fanOut, deliveries } = createConsumers(
+    connection,
+    config,
+    { names, store, deliverer, postgresUp },
+    logger,
+  );
+  const loops = createLoops(db, config, { mailer, metrics }, logger);
+
+  // Health first: while RabbitMQ refuses our queues (say, declared elsewhere with other
+  // arguments), the process stays up, alive but not ready, and logs why, instead of failing its
+  // startup probe and restarting into the same refusal.
+  const health: Server = await startHealthServer(config.healthPort, {
+    metrics: registry,
+    live: () => true,
+    ready: async () => (await postgresUp()) && fanOut.connected && deliveries.connected,
+  });
+  logger.info({ healthPort: portOf(health) }, 'health port open');
+  await Promise.all([fanOut.ready(), deliveries.ready()]);
+  lanes.start(deliverer, laneRetryPublisher(laneChannel));
+  loops.mail.start();
+  loops.switchOff.start();
+  loops.prune.start();
+  logger.info({ queues: names, healthPort: portOf(health) }, 'dispatcher started');
+
+  return {
+    healthPort: portOf(health),
+    async stop() {
+      // Consumers first: they stop taking messages and finish the attempts in flight, which still
+      // need the channel (to ack, to queue retries) and the pool (to record attempts). The loops
+      // next, each finishing its round; then the connections they all used.
+      await Promise.all([fanOut.stop(), deliveries.stop(), lanes.stop()]);
+      await laneChannel.close();
+      // The mailer before its loop: a send hanging on a silent mail server would hold the loop's
+      // round past the stop deadline; closed, it ends now and gives its notice back at once.
+      mailer.close();
+      await Promise.all([loops.switchOff.stop(), loops.mail.stop(), loops.prune.stop()]);
+      await inspector.close();
+      await connection.close();
+      endpoints.close();
+      sender.close();
+      await new Promise((resolve) => health.close(resolve));
+      await db.destroy();
+      logger.info('dispatcher stopped');
+    },
+  };
+}
+
+/** Short-term endpoint protection: per-webhook concurrency, the slow-endpoint rule, the breaker. */
+function createEndpoints(config: DispatcherConfig, protection?: Partial<EndpointProtection>): Endpoints {
+  return new Endpoints({
+    concurrency: config.endpointConcurrency,
+    inlineMaxMs: INLINE_MAX_MS,
+    // The circuit breaker of short-term endpoint protection: every threshold is a setting, with
+    // why its default is what it is (config.ts).
+    breaker: {
+      errorThresholdPercentage: config.breakerErrorPercent,
+      volumeThreshold: config.breakerVolume,
+      rollingWindowMs: config.breakerWindowMs,
+      cooldownMs: config.breakerCooldownMs,
+    },
+    ...protection,
+  });
+}
+
+/** The Prometheus registry and the dispatcher's metrics, with the channel that reads queue depths. */
+function createMetrics(
+  connection: AmqpConnectionManager,
+  deps: { endpoints: Endpoints; names: Topology; db: Kysely<Database> },
+  logger: Logger,
+) {
+  const registry = createMetricsRegistry('dispatcher');
+  // A channel of its own for reading queue depths on scrape, apart from the consumers' channels: a
+  // check of a missing queue makes RabbitMQ close it, and RecoveringChannel opens a new one.
+  const inspector = new RecoveringChannel(connection, { name: 'metrics', setup: async () => {} }, logger);
+  const metrics = dispatcherMetrics(registry, {
+    endpoints: deps.endpoints,
+    checkQueue: (queue) => inspector.wrapper.checkQueue(queue),
+    topology: deps.names,
+    countHeld: () => countHeldDeliveries(deps.db),
+  });
+  return { registry, inspector, metrics };
+}
+
+function createLanes(
+  config: DispatcherConfig,
+  deps: { store: DeliveryStore; endpoints: Endpoints },
+  logger: Logger,
+): Lanes {
+  return new Lanes(
+    deps,
+    {
+      leaseMs: config.policy.laneLeaseMs,
+      scanIntervalMs: config.laneScanIntervalMs,
+      claimSize: claimSize(config),
+      maxInFlight: config.laneMaxInFlight,
+    },
+    logger.child({ component: 'lanes' }),
+  );
+}
+
+/**
+ * Both consumers attempt deliveries when the webhook has room, and hold them in its lane when not:
+ * fan-out the first attempt of each, the deliveries queue the retries.
+ */
+function createConsumers(
+  connection: AmqpConnectionManager,
+  config: DispatcherConfig,
+  deps: { names: Topology; store: DeliveryStore; deliverer: Deliverer; postgresUp: () => Promise<boolean> },
+  logger: Logger,
+) {
+  const { names, store, deliverer, postgresUp } = deps;
   const fanOut = new Consumer(
     connection,
     {
@@ -149,9 +229,18 @@ export async function startDispatcherService(
     },
     logger,
   );
+  return { fanOut, deliveries };
+}
 
-  const mailLoop = new Loop('mail', () => mailer.sendBatch(), 1_000, logger);
-  const switchOffLoop = new Loop(
+/** The loops beside the consumers: owners' notices by mail, the switch-off rules, the attempts' pruning. */
+function createLoops(
+  db: Kysely<Database>,
+  config: DispatcherConfig,
+  deps: { mailer: Mailer; metrics: ReturnType<typeof dispatcherMetrics> },
+  logger: Logger,
+) {
+  const mail = new Loop('mail', () => deps.mailer.sendBatch(), 1_000, logger);
+  const switchOff = new Loop(
     'switch-off',
     async () => {
       const { switchedOff, warned } = await enforceSwitchOff(
@@ -164,63 +253,31 @@ export async function startDispatcherService(
         },
         logger.child({ component: 'switch-off' }),
       );
-      metrics.switchedOff.inc(switchedOff.length);
-      if (switchedOff.length + warned.length > 0) mailLoop.kick();
+      deps.metrics.switchedOff.inc(switchedOff.length);
+      if (switchedOff.length + warned.length > 0) mail.kick();
       return 0; // runs on its interval, never back to back
     },
     config.policy.sweepIntervalMs,
     logger,
   );
-  const pruneLoop = new Loop(
+  const prune = new Loop(
     'prune-attempts',
     () => pruneWebhookAttempts(db, new Date(Date.now() - config.retentionMs)),
     60 * 60_000,
     logger,
   );
+  return { mail, switchOff, prune };
+}
 
-  // Health first: while RabbitMQ refuses our queues (say, declared elsewhere with other
-  // arguments), the process stays up, alive but not ready, and logs why, instead of failing its
-  // startup probe and restarting into the same refusal.
-  const health: Server = await startHealthServer(config.healthPort, {
-    metrics: registry,
-    live: () => true,
-    ready: async () => (await postgresUp()) && fanOut.connected && deliveries.connected,
-  });
-  logger.info({ healthPort: portOf(health) }, 'health port open');
-  await Promise.all([fanOut.ready(), deliveries.ready()]);
-  lanes.start(deliverer, {
+/** Where the lanes' retries go out: the lanes' own confirm channel, each publish confirmed in time. */
+function laneRetryPublisher(laneChannel: RecoveringChannel): Publisher {
+  return {
     publish: async (exchange, routingKey, content, options) => {
       await laneChannel.wrapper.publish(exchange, routingKey, content, {
         persistent: true,
         ...options,
         timeout: LANE_PUBLISH_TIMEOUT_MS,
       });
-    },
-  });
-  mailLoop.start();
-  switchOffLoop.start();
-  pruneLoop.start();
-  logger.info({ queues: names, healthPort: portOf(health) }, 'dispatcher started');
-
-  return {
-    healthPort: portOf(health),
-    async stop() {
-      // Consumers first: they stop taking messages and finish the attempts in flight, which still
-      // need the channel (to ack, to queue retries) and the pool (to record attempts). The loops
-      // next, each finishing its round; then the connections they all used.
-      await Promise.all([fanOut.stop(), deliveries.stop(), lanes.stop()]);
-      await laneChannel.close();
-      // The mailer before its loop: a send hanging on a silent mail server would hold the loop's
-      // round past the stop deadline; closed, it ends now and gives its notice back at once.
-      mailer.close();
-      await Promise.all([switchOffLoop.stop(), mailLoop.stop(), pruneLoop.stop()]);
-      await inspector.close();
-      await connection.close();
-      endpoints.close();
-      sender.close();
-      await new Promise((resolve) => health.close(resolve));
-      await db.destroy();
-      logger.info('dispatcher stopped');
     },
   };
 }
