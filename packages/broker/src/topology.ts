@@ -4,7 +4,7 @@ import type { Channel } from 'amqplib';
  * The dispatcher's RabbitMQ topology, in one place:
  *
  *   trips.events (topic, the recorder's) ──#──► trips.dispatcher.events      fan-out: first attempts
- *   trips.dispatcher.deliveries ◄── a webhook's line full at fan-out ────── (default exchange)
+ *   trips.dispatcher.deliveries ◄── owners' redeliveries and test events ── (default exchange)
  *        │ attempt fails                                                   │ TTL expires: dead-lettered back
  *        └──► trips.dispatcher.retry.<delay>ms (one per distinct delay) ──┘
  *   trips.dispatcher.parked  ◄── messages that cannot be handled (malformed, or redelivered too often)
