@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { findAgency, type Database } from '@trips/db';
+import { findAgency, findUserById, type Database } from '@trips/db';
 import { notFound, SettingsError } from './errors.ts';
 
 /**
@@ -19,11 +19,7 @@ export interface Who {
 export async function authorize(trx: Kysely<Database>, actor: Actor, agencyId: string): Promise<Who> {
   if ('platform' in actor && actor.platform === true) return { actorUserId: null, actor: 'platform' };
   const userId = (actor as { userId: string }).userId;
-  const user = await trx
-    .selectFrom('users')
-    .select(['id', 'agency_id', 'email', 'role'])
-    .where('id', '=', userId)
-    .executeTakeFirst();
+  const user = await findUserById(trx, userId);
   // Another agency's object is indistinguishable from a missing one (D1), whatever the role: a
   // planner told 'owners only' there would learn that the id exists.
   if (!user || user.agency_id !== agencyId) throw notFound('no such object in your agency.');

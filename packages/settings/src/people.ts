@@ -1,4 +1,4 @@
-import { deleteSessionsOf } from '@trips/db';
+import { deleteSessionsOf, findUserByEmail, findUserById, lockUser, setUserPassword } from '@trips/db';
 import { authorize, type Actor } from './access.ts';
 import { audit } from './audit.ts';
 import type { SettingsContext } from './context.ts';
@@ -15,22 +15,13 @@ export function peopleActions({ db, inTransaction }: SettingsContext) {
     async setPassword(actor: Actor, userId: string, password: string) {
       const passwordHash = await hashPassword(password);
       return inTransaction(async (trx) => {
-        const user = await trx
-          .selectFrom('users')
-          .select(['id', 'agency_id', 'email', 'role'])
-          .where('id', '=', userId)
-          .forUpdate()
-          .executeTakeFirst();
+        const user = await lockUser(trx, userId);
         if (!user) throw notFound(`no user ${userId}.`);
         const self = 'userId' in actor && actor.userId === userId;
         const who = self
           ? { actorUserId: user.id, actor: user.email }
           : await authorize(trx, actor, user.agency_id);
-        await trx
-          .updateTable('users')
-          .set({ password_hash: passwordHash })
-          .where('id', '=', userId)
-          .execute();
+        await setUserPassword(trx, userId, passwordHash);
         // A new password signs the user out of every settings-page session.
         await deleteSessionsOf(trx, userId);
         await audit(trx, who, user.agency_id, 'user.password_set', 'user', userId);
@@ -40,12 +31,9 @@ export function peopleActions({ db, inTransaction }: SettingsContext) {
 
     /** A user by id (usr_…) or e-mail (any case), for tripctl's arguments. */
     async findUser(idOrEmail: string) {
-      const query = db.selectFrom('users').select(['id', 'agency_id', 'email', 'role']);
       const user = idOrEmail.startsWith('usr_')
-        ? await query.where('id', '=', idOrEmail).executeTakeFirst()
-        : await query
-            .where((eb) => eb(eb.fn('lower', ['email']), '=', idOrEmail.toLowerCase()))
-            .executeTakeFirst();
+        ? await findUserById(db, idOrEmail)
+        : await findUserByEmail(db, idOrEmail);
       if (!user) throw notFound(`no user ${idOrEmail}.`);
       return user;
     },

@@ -1,9 +1,11 @@
 import type { Kysely } from 'kysely';
 import {
+  findWebhook as findWebhookRow,
   insertWebhookWithSecret,
   listWebhookAttempts,
   listWebhooks,
   listWebhookSecretTimes,
+  lockWebhook as lockWebhookRow,
   rotateWebhookSecretIn,
   setWebhookEnabled,
   updateWebhookConfig,
@@ -49,8 +51,7 @@ export const findWebhook = (db: Kysely<Database>, actor: Actor, id: string) =>
   webhookFor(db, actor, id, false);
 
 async function webhookFor(on: Kysely<Database>, actor: Actor, id: string, forUpdate: boolean) {
-  const query = on.selectFrom('webhooks').selectAll().where('id', '=', id);
-  const webhook = await (forUpdate ? query.forUpdate() : query).executeTakeFirst();
+  const webhook = await (forUpdate ? lockWebhookRow(on, id) : findWebhookRow(on, id));
   if (!webhook) throw notFound(`no webhook ${id}.`);
   const who = await authorize(on, actor, webhook.agency_id);
   return { webhook, who };

@@ -44,6 +44,11 @@ export async function findWebhook(db: Db, id: string): Promise<WebhookRow | unde
   return db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** A webhook locked for the transaction (FOR UPDATE), for a change that reads it first. */
+export async function lockWebhook(trx: Db, id: string): Promise<WebhookRow | undefined> {
+  return trx.selectFrom('webhooks').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
 /**
  * Switches a webhook on or off by an owner's action; answers the row, or undefined when there is
  * none or it already was so (then nothing changes). Off bumps the epoch, dropping queued
