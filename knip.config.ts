@@ -18,8 +18,6 @@ const config: KnipConfig = {
     'packages/db': {
       // The migrations list imports each file as a namespace; kysely calls their up and down.
       entry: ['src/migrations/0*.ts', 'test/**/*.test.ts'],
-      // To go with packages/db/package.json's next change: nothing in db imports @trips/runtime.
-      ignoreDependencies: ['@trips/runtime'],
     },
     'services/*': {
       entry: ['test/**/*.test.ts'],
