@@ -3,7 +3,8 @@
 // Results and how to read them: docs/benchmarks.md, "API".
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { createAgency, createApiKey } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
+import { createApiKey } from '@trips/db/api-keys';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import {
   runBench,

@@ -12,7 +12,10 @@ import { fileURLToPath } from 'node:url';
 import amqplib from 'amqplib';
 import { queueNames, topology } from '@trips/broker';
 import { eventRecord, type EventMessage } from '@trips/contracts';
-import { createAgency, createDb, createWebhook, dropHeldDeliveries } from '@trips/db';
+import { createDb } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
+import { dropHeldDeliveries } from '@trips/db/held-deliveries';
+import { createWebhook } from '@trips/db/webhooks';
 import { readConfig } from '@trips/dispatcher';
 import {
   amqpUrl,

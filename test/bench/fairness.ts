@@ -42,7 +42,9 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { queueNames, topology, type Topology } from '@trips/broker';
-import { createAgency, createDb, createPool, createWebhook } from '@trips/db';
+import { createDb, createPool } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
+import { createWebhook } from '@trips/db/webhooks';
 import { readConfig } from '@trips/dispatcher';
 import {
   amqpUrl,

@@ -12,7 +12,10 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import amqplib from 'amqplib';
 import { queueNames, topology } from '@trips/broker';
-import { createAgency, createApiKey, createDb, createWebhook } from '@trips/db';
+import { createDb } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
+import { createApiKey } from '@trips/db/api-keys';
+import { createWebhook } from '@trips/db/webhooks';
 import { readConfig } from '@trips/dispatcher';
 import {
   amqpUrl,

@@ -1,4 +1,4 @@
-import { createAgency } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
 import { createActivity, createTestDatabase, type TestDatabase } from '@trips/testkit';
 import { drain, handRecorder } from '../../services/recorder/test/helpers.ts';
 

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { queueNames, topology } from '@trips/broker';
 import { EVENT_TYPE_NAMES } from '@trips/contracts';
-import { createApiKey, createWebhook, findWebhook, listOwnerEmails, setWebhookEnabled } from '@trips/db';
+import { createApiKey } from '@trips/db/api-keys';
+import { listOwnerEmails } from '@trips/db/users';
+import { createWebhook, findWebhook, setWebhookEnabled } from '@trips/db/webhooks';
 import {
   amqpUrl,
   onAmqpChannel,

@@ -1,5 +1,7 @@
 import { queueNames, topology } from '@trips/broker';
-import { createAgency, createPool, createWebhook } from '@trips/db';
+import { createPool } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
+import { createWebhook } from '@trips/db/webhooks';
 import {
   readConfig as readDispatcherConfig,
   startDispatcherService,

@@ -11,7 +11,7 @@ pg.types.setTypeParser(1082, (text) => text);
 // bigint counts (OID 20) fit in a JS number for everything we count.
 pg.types.setTypeParser(20, (text) => Number(text));
 
-export interface DbOptions {
+interface DbOptions {
   /** Pool size; the API's is sized against Postgres' max_connections divided by replicas. */
   max?: number;
   applicationName?: string;

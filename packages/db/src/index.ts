@@ -1,26 +1,9 @@
-export { createDb, createPool, migrateToLatest, type DbOptions } from './db.ts';
+// What nearly every importer needs: the connection, the migrations, the schema's types and the
+// readiness probe's ping. Each table's queries (or an aggregate's, such as a webhook's attempts)
+// are a subpath of their own, `@trips/db/<file>` for src/repositories/<file>.ts, listed in
+// package.json, so an importer loads only the repositories it uses; the precompiled lookups are
+// `@trips/db/fast-paths` (src/fast-paths/index.ts says what they rely on).
+export { createDb, createPool, migrateToLatest } from './db.ts';
 export { migrations } from './migrations/index.ts';
 export type * from './schema.ts';
-export * from './repositories/agencies.ts';
-export * from './repositories/users.ts';
-export * from './repositories/api-keys.ts';
-export * from './repositories/sync.ts';
-export * from './repositories/trips.ts';
-export * from './repositories/payments.ts';
-export * from './repositories/contacts.ts';
-export * from './repositories/outbox.ts';
-export * from './repositories/advisory-locks.ts';
-export * from './repositories/events.ts';
-export * from './repositories/groups.ts';
-export * from './repositories/webhooks.ts';
-export * from './repositories/webhook-secrets.ts';
-export * from './repositories/webhook-attempts.ts';
-export * from './repositories/owner-notices.ts';
-export * from './repositories/held-deliveries.ts';
-export { findContactPrecompiled, findPaymentPrecompiled, findTripPrecompiled } from './fast-paths/index.ts';
-export * from './repositories/audit.ts';
-export * from './repositories/sessions.ts';
-export * from './repositories/sign-in-failures.ts';
-export * from './repositories/rate-limits.ts';
-export * from './repositories/platform-secrets.ts';
-export * from './repositories/ping.ts';
+export { pingDatabase } from './repositories/ping.ts';

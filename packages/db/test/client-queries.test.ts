@@ -1,16 +1,10 @@
 import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
-import {
-  activeDeliveryTargets,
-  createAgency,
-  createDb,
-  createPool,
-  createWebhook,
-  findDeliveryTargets,
-  recordAttempts,
-  type Database,
-} from '../src/index.ts';
+import { createDb, createPool, type Database } from '../src/index.ts';
+import { createAgency } from '../src/repositories/agencies.ts';
+import { recordAttempts } from '../src/repositories/webhook-attempts.ts';
+import { activeDeliveryTargets, createWebhook, findDeliveryTargets } from '../src/repositories/webhooks.ts';
 import { preparedName, sendQueriesLean } from '../src/fast-paths/index.ts';
 
 let t: TestDatabase;

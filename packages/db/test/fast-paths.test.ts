@@ -5,19 +5,17 @@
 import { CompiledQuery, Kysely, PostgresDialect, sql, type QueryResult } from 'kysely';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
+import { createDb, createPool, type Database } from '../src/index.ts';
+import { createAgency } from '../src/repositories/agencies.ts';
+import { findContact } from '../src/repositories/contacts.ts';
+import { findPayment } from '../src/repositories/payments.ts';
+import { findTrip } from '../src/repositories/trips.ts';
 import {
-  createAgency,
-  createDb,
-  createPool,
-  findContact,
   findContactPrecompiled,
-  findPayment,
   findPaymentPrecompiled,
-  findTrip,
   findTripPrecompiled,
-  type Database,
-} from '../src/index.ts';
-import { preparedName } from '../src/fast-paths/index.ts';
+  preparedName,
+} from '../src/fast-paths/index.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { countSignInAttempt } from '@trips/db';
+import { countSignInAttempt } from '@trips/db/sign-in-failures';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 
 let t: TestDatabase;

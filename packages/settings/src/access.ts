@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely';
-import { findAgency, findUserById, type Database } from '@trips/db';
+import type { Database } from '@trips/db';
+import { findAgency } from '@trips/db/agencies';
+import { findUserById } from '@trips/db/users';
 import { notFound, SettingsError } from './errors.ts';
 
 /**

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import { insertAuditEntry, type AuditObjectType, type Database } from '@trips/db';
+import type { AuditObjectType, Database } from '@trips/db';
+import { insertAuditEntry } from '@trips/db/audit';
 import type { Who } from './access.ts';
 
 /** One audit entry for what `who` did in the agency, in the same transaction as the change. */

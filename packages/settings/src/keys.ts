@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Database } from '@trips/db';
 import {
   generateApiKey,
   insertApiKey,
@@ -6,8 +7,7 @@ import {
   lockApiKey,
   setApiKeyRevoked,
   setApiKeyScopes,
-  type Database,
-} from '@trips/db';
+} from '@trips/db/api-keys';
 import { authorize, requireAgency, type Actor } from './access.ts';
 import { audit } from './audit.ts';
 import type { SettingsContext } from './context.ts';

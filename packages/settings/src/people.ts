@@ -1,4 +1,5 @@
-import { deleteSessionsOf, findUserByEmail, findUserById, lockUser, setUserPassword } from '@trips/db';
+import { deleteSessionsOf } from '@trips/db/sessions';
+import { findUserByEmail, findUserById, lockUser, setUserPassword } from '@trips/db/users';
 import { authorize, type Actor } from './access.ts';
 import { audit } from './audit.ts';
 import type { SettingsContext } from './context.ts';

@@ -1,19 +1,16 @@
 import type { Kysely } from 'kysely';
+import type { Database, WebhookAttemptRow, WebhookRow } from '@trips/db';
+import { listWebhookAttempts } from '@trips/db/webhook-attempts';
+import { listWebhookSecretTimes, rotateWebhookSecretIn } from '@trips/db/webhook-secrets';
 import {
   findWebhook as findWebhookRow,
   insertWebhookWithSecret,
-  listWebhookAttempts,
   listWebhooks,
-  listWebhookSecretTimes,
   lockWebhook as lockWebhookRow,
-  rotateWebhookSecretIn,
   setWebhookEnabled,
   updateWebhookConfig,
   webhookState,
-  type Database,
-  type WebhookAttemptRow,
-  type WebhookRow,
-} from '@trips/db';
+} from '@trips/db/webhooks';
 import { authorize, requireAgency, type Actor } from './access.ts';
 import { audit } from './audit.ts';
 import type { SettingsContext, Trx } from './context.ts';

@@ -3,7 +3,10 @@ import amqplib from 'amqplib';
 import { sql } from 'kysely';
 import { topology } from '@trips/broker';
 import { isValid, type DeliveryMessage } from '@trips/contracts';
-import { createAgency, createUser, ensureEventPartitions, findDeliveryTarget } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
+import { ensureEventPartitions } from '@trips/db/events';
+import { createUser } from '@trips/db/users';
+import { findDeliveryTarget } from '@trips/db/webhooks';
 import {
   amqpUrl,
   createTestDatabase,

@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
-import { createAgency, findAgency, updateAgency, type Agency, type SubscriptionStatus } from '@trips/db';
+import type { Agency, SubscriptionStatus } from '@trips/db';
+import { createAgency, findAgency, updateAgency } from '@trips/db/agencies';
 import { idOf, parseBoolean, parseName, SUBSCRIPTIONS } from './args.ts';
 import { JSON_OPTION, type Context } from './context.ts';
 import { usageError, failure } from './errors.ts';

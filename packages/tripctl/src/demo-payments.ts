@@ -1,4 +1,4 @@
-import type { NewPayment } from '@trips/db';
+import type { NewPayment } from '@trips/db/payments';
 import { day, daysAgo } from './demo-dates.ts';
 
 /** A payment of the demo book, on the trip whose key is `trip`. */

@@ -1,14 +1,11 @@
 import type { Kysely } from 'kysely';
-import {
-  addContactToTrip,
-  createAgency,
-  createApiKey,
-  createUser,
-  insertContact,
-  insertPayment,
-  insertTrip,
-  type Database,
-} from '@trips/db';
+import type { Database } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
+import { createApiKey } from '@trips/db/api-keys';
+import { addContactToTrip, insertContact } from '@trips/db/contacts';
+import { insertPayment } from '@trips/db/payments';
+import { insertTrip } from '@trips/db/trips';
+import { createUser } from '@trips/db/users';
 import { DEMO_CONTACTS } from './demo-contacts.ts';
 import { demoPayments } from './demo-payments.ts';
 import { demoTemplate, demoTrips } from './demo-trips.ts';

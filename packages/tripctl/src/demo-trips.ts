@@ -1,4 +1,4 @@
-import type { NewTrip } from '@trips/db';
+import type { NewTrip } from '@trips/db/trips';
 import { day, daysAgo, fixedDates } from './demo-dates.ts';
 
 /** A trip of the demo book; `key` names it for the payments and contacts that refer to it. */

@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
-import { createUser, type UserRole } from '@trips/db';
+import type { UserRole } from '@trips/db';
+import { createUser } from '@trips/db/users';
 import { PLATFORM } from '@trips/settings';
 import { requireAgency } from './agency.ts';
 import { idOf, parseEmail, parseUserRef, ROLES } from './args.ts';

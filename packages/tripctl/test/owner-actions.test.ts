@@ -3,7 +3,8 @@ import amqplib from 'amqplib';
 import { sql } from 'kysely';
 import { topology } from '@trips/broker';
 import type { DeliveryMessage } from '@trips/contracts';
-import { ensureEventPartitions, findDeliveryTarget } from '@trips/db';
+import { ensureEventPartitions } from '@trips/db/events';
+import { findDeliveryTarget } from '@trips/db/webhooks';
 import { verifyPassword } from '@trips/settings';
 import {
   amqpUrl,

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { EVENT_TYPE_NAMES } from '@trips/contracts';
-import { recordAttempt } from '@trips/db';
+import { recordAttempt } from '@trips/db/webhook-attempts';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import { cli, cliJson, STACK_TRACE } from './helpers.ts';
 

@@ -1,5 +1,7 @@
 import type { Contact, Payment, TripStatus, Trip } from '@trips/contracts';
-import type { ContactRecord, PaymentRecord, TripListRecord, TripRecord } from '@trips/db';
+import type { ContactRecord } from '@trips/db/contacts';
+import type { PaymentRecord } from '@trips/db/payments';
+import type { TripListRecord, TripRecord } from '@trips/db/trips';
 
 // Rows to public objects (interface.md 2.1, decisions.md D5). Timestamps are ISO 8601 UTC with
 // milliseconds (D4); dates stay the 'YYYY-MM-DD' text Postgres sends.

@@ -1,6 +1,9 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { canSeeOtherTransactions, createDb, findKeyCredentials, platformSecret } from '@trips/db';
+import { createDb } from '@trips/db';
+import { findKeyCredentials } from '@trips/db/api-keys';
+import { platformSecret } from '@trips/db/platform-secrets';
+import { canSeeOtherTransactions } from '@trips/db/sync';
 import { createSettings } from '@trips/settings';
 import { createMetricsRegistry, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { createApp } from './app.ts';

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import { syncHorizonLagSeconds, type Database } from '@trips/db';
+import type { Database } from '@trips/db';
+import { syncHorizonLagSeconds } from '@trips/db/sync';
 import { Gauge, withTimeout, type Logger, type Registry } from '@trips/runtime';
 
 /** A scrape waits at most this long for the database; Prometheus' own default timeout is 10 s. */

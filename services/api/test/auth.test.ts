@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { assertValid } from '@trips/contracts';
-import { createApiKey, revokeApiKey, updateAgency } from '@trips/db';
+import { updateAgency } from '@trips/db/agencies';
+import { createApiKey, revokeApiKey } from '@trips/db/api-keys';
 import { createTestDatabase, waitFor, type TestDatabase } from '@trips/testkit';
 import { agencyWithKey, client, insertTrip, startTestApi, type Fixture } from './support.ts';
 

@@ -1,4 +1,4 @@
-import { hashApiKey, type KeyCredentials } from '@trips/db';
+import { hashApiKey, type KeyCredentials } from '@trips/db/api-keys';
 import { CredentialsCache, keyHashOf } from '../src/auth/credentials-cache.ts';
 
 const KEY = `tps_${'a1B2'.repeat(10)}`;

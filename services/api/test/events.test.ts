@@ -1,7 +1,10 @@
 import pg from 'pg';
 import { sql } from 'kysely';
 import pino from 'pino';
-import { createApiKey, createDb, ensureEventPartitions, platformSecret } from '@trips/db';
+import { createDb } from '@trips/db';
+import { createApiKey } from '@trips/db/api-keys';
+import { ensureEventPartitions } from '@trips/db/events';
+import { platformSecret } from '@trips/db/platform-secrets';
 import { createTestDatabase, waitFor, type TestDatabase } from '@trips/testkit';
 import { Recorder } from '../../recorder/src/recorder.ts';
 import { Loop } from '@trips/runtime';

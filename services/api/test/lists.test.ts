@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { assertValid, validate, type SchemaName } from '@trips/contracts';
-import { canSeeOtherTransactions, createDb, listTrips, syncHorizon } from '@trips/db';
+import { createDb } from '@trips/db';
+import { canSeeOtherTransactions, syncHorizon } from '@trips/db/sync';
+import { listTrips } from '@trips/db/trips';
 import { MISSING_STATS_PRIVILEGE } from '../src/server.ts';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import { agencyWithKey, client, insertContact, insertTrip, startTestApi, type Fixture } from './support.ts';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { assertValid } from '@trips/contracts';
-import { createApiKey } from '@trips/db';
+import { createApiKey } from '@trips/db/api-keys';
 import { createTestDatabase, waitFor, type TestDatabase } from '@trips/testkit';
 import { PostgresBuckets, RedisBuckets, type SharedBuckets } from '../src/rate-limit/token-bucket.ts';
 import { agencyWithKey, client, insertTrip, startTestApi, type Fixture } from './support.ts';

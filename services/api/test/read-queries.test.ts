@@ -1,15 +1,11 @@
 // The precompiled lookups the API serves by id answer exactly what the kysely finders they were
 // compiled from answer: for visible objects and for every kind of invisible one.
 import { sql } from 'kysely';
-import {
-  createDb,
-  findContact,
-  findContactPrecompiled,
-  findPayment,
-  findPaymentPrecompiled,
-  findTrip,
-  findTripPrecompiled,
-} from '@trips/db';
+import { createDb } from '@trips/db';
+import { findContact } from '@trips/db/contacts';
+import { findContactPrecompiled, findPaymentPrecompiled, findTripPrecompiled } from '@trips/db/fast-paths';
+import { findPayment } from '@trips/db/payments';
+import { findTrip } from '@trips/db/trips';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
 import { agencyWithKey, insertContact, insertTrip, type Fixture } from './support.ts';
 

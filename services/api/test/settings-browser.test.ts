@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { queueNames, topology } from '@trips/broker';
-import { ensureEventPartitions } from '@trips/db';
+import { ensureEventPartitions } from '@trips/db/events';
 import { readConfig, startDispatcherService, type DispatcherService } from '@trips/dispatcher';
 import {
   amqpUrl,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createWebhook } from '@trips/db';
+import { createWebhook } from '@trips/db/webhooks';
 import { hashPassword } from '@trips/settings';
 import { createTestDatabase, randomAmqpPrefix, type TestDatabase } from '@trips/testkit';
 import { agencyWithPeople, FormClient, PASSWORD, type People } from './settings-support.ts';

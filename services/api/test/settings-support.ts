@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely';
-import { createAgency, createUser, type Database } from '@trips/db';
+import type { Database } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
+import { createUser } from '@trips/db/users';
 import { hashPassword } from '@trips/settings';
 
 export const PASSWORD = 'correct horse battery staple';

@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely';
-import { createAgency, createApiKey, type Database } from '@trips/db';
+import type { Database } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
+import { createApiKey } from '@trips/db/api-keys';
 import { LogCapture, type TestDatabase } from '@trips/testkit';
 import { readConfig } from '../src/config.ts';
 import { startApiService, type ApiService } from '../src/server.ts';

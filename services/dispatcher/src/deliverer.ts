@@ -1,7 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import { deliveryMessageProperties, type Topology } from '@trips/broker';
 import { isValid, type DeliveryMessage } from '@trips/contracts';
-import type { DeliveryTarget } from '@trips/db';
+import type { DeliveryTarget } from '@trips/db/webhooks';
 import { atMostEvery, type Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
 import { parseContent, type Disposition, type Publisher } from './consumer.ts';

@@ -1,5 +1,6 @@
 import { isValid, type DeliveryMessage } from '@trips/contracts';
-import type { DeliveryTarget, HeldDelivery } from '@trips/db';
+import type { HeldDelivery } from '@trips/db/held-deliveries';
+import type { DeliveryTarget } from '@trips/db/webhooks';
 import { atMostEvery, Loop, type Logger } from '@trips/runtime';
 import type { Publisher } from './consumer.ts';
 import type { Deliverer, LaneEntry } from './deliverer.ts';

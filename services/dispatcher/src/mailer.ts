@@ -1,14 +1,13 @@
 import type { Kysely } from 'kysely';
 import nodemailer, { type Transporter } from 'nodemailer';
+import type { Database, OwnerNoticeRow } from '@trips/db';
 import {
   claimNextNotice,
   markNoticeFailed,
   markNoticeSent,
   releaseNotice,
   type ClaimedNotice,
-  type Database,
-  type OwnerNoticeRow,
-} from '@trips/db';
+} from '@trips/db/owner-notices';
 import type { Logger } from '@trips/runtime';
 
 export interface MailerOptions {

@@ -1,5 +1,6 @@
 import { describeDuration, formatDuration } from '@trips/runtime';
-import type { NewOwnerNotice, WebhookRow } from '@trips/db';
+import type { WebhookRow } from '@trips/db';
+import type { NewOwnerNotice } from '@trips/db/owner-notices';
 
 export interface NoticeContext {
   /** Where owners manage webhooks. */

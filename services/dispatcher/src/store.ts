@@ -1,22 +1,22 @@
 import type { Kysely } from 'kysely';
 import type { DeliveryMessage } from '@trips/contracts';
+import type { Database } from '@trips/db';
 import {
-  activeDeliveryTargets,
   claimHeldDeliveries,
   dropHeldDeliveries,
-  findDeliveryTarget,
-  findDeliveryTargets,
   holdDeliveries,
   lanesWithHeldDeliveries,
-  recordAttempt,
-  recordAttempts,
   releaseHeldDeliveries,
   unclaimHeldDeliveries,
-  type Database,
-  type DeliveryTarget,
   type HeldDelivery,
-  type NewAttempt,
-} from '@trips/db';
+} from '@trips/db/held-deliveries';
+import { recordAttempt, recordAttempts, type NewAttempt } from '@trips/db/webhook-attempts';
+import {
+  activeDeliveryTargets,
+  findDeliveryTarget,
+  findDeliveryTargets,
+  type DeliveryTarget,
+} from '@trips/db/webhooks';
 import { Batcher } from './batching.ts';
 
 /** Deliveries in flight per process are bounded by the prefetch; this only caps one statement's size. */

@@ -1,13 +1,9 @@
 import type { Kysely } from 'kysely';
-import {
-  dropHeldDeliveries,
-  insertOwnerNotices,
-  listOwnerEmails,
-  switchOffFailingWebhooks,
-  warnFailingWebhooks,
-  type Database,
-  type WebhookRow,
-} from '@trips/db';
+import type { Database, WebhookRow } from '@trips/db';
+import { dropHeldDeliveries } from '@trips/db/held-deliveries';
+import { insertOwnerNotices } from '@trips/db/owner-notices';
+import { listOwnerEmails } from '@trips/db/users';
+import { switchOffFailingWebhooks, warnFailingWebhooks } from '@trips/db/webhooks';
 import type { Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
 import { failingNotice, switchedOffNotice, type NoticeContext } from './notices.ts';

@@ -1,7 +1,8 @@
 import amqplib from 'amqplib';
 import { sql } from 'kysely';
 import { topology } from '@trips/broker';
-import { generateWebhookSecret, listWebhookAttempts } from '@trips/db';
+import { listWebhookAttempts } from '@trips/db/webhook-attempts';
+import { generateWebhookSecret } from '@trips/db/webhook-secrets';
 import {
   amqpUrl,
   createTestCa,

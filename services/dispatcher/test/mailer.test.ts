@@ -1,7 +1,7 @@
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { sql } from 'kysely';
 import { SMTPServer } from 'smtp-server';
-import { claimNextNotice, insertOwnerNotices, markNoticeFailed } from '@trips/db';
+import { claimNextNotice, insertOwnerNotices, markNoticeFailed } from '@trips/db/owner-notices';
 import { createTestDatabase, LogCapture, startSmtp, waitFor, type TestDatabase } from '@trips/testkit';
 import { Mailer } from '../src/mailer.ts';
 import { agencyWithOwners, webhookFor } from './support.ts';

@@ -1,6 +1,7 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { listWebhookAttempts, type WebhookAttemptRow } from '@trips/db';
+import type { WebhookAttemptRow } from '@trips/db';
+import { listWebhookAttempts } from '@trips/db/webhook-attempts';
 import { createTestCa, startReceiver, waitFor, type TestCa, type TestReceiver } from '@trips/testkit';
 import {
   agencyWithOwners,

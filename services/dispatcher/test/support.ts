@@ -2,7 +2,10 @@ import amqplib from 'amqplib';
 import type { Kysely } from 'kysely';
 import { queueNames, topology } from '@trips/broker';
 import { eventRecord, type Event, type EventType, type EventMessage } from '@trips/contracts';
-import { createAgency, createUser, createWebhook, type Database } from '@trips/db';
+import type { Database } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
+import { createUser } from '@trips/db/users';
+import { createWebhook } from '@trips/db/webhooks';
 import {
   amqpUrl,
   createTestDatabase,

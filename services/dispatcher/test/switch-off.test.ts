@@ -1,4 +1,4 @@
-import { findWebhook, setWebhookEnabled } from '@trips/db';
+import { findWebhook, setWebhookEnabled } from '@trips/db/webhooks';
 import {
   createTestCa,
   startReceiver,

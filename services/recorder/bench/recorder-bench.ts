@@ -9,7 +9,8 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import amqplib from 'amqplib';
 import { sql, type Kysely } from 'kysely';
-import { createDb, readEventPage, type Database } from '@trips/db';
+import { createDb, type Database } from '@trips/db';
+import { readEventPage } from '@trips/db/events';
 import { amqpUrl, createTestDatabase, deleteAmqpObjects, randomAmqpPrefix } from '@trips/testkit';
 
 const WRITERS = Number(process.env.BENCH_WRITERS ?? 6);

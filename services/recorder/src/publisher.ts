@@ -2,14 +2,9 @@ import type { Kysely } from 'kysely';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { ConfirmChannel, Message } from 'amqplib';
 import { eventMessageProperties } from '@trips/broker';
-import {
-  hasUnpublishedEvents,
-  markPublished,
-  takeUnpublished,
-  tryPublishLock,
-  type Database,
-  type StoredEvent,
-} from '@trips/db';
+import type { Database } from '@trips/db';
+import { tryPublishLock } from '@trips/db/advisory-locks';
+import { hasUnpublishedEvents, markPublished, takeUnpublished, type StoredEvent } from '@trips/db/events';
 import { atMostEvery, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import { toMessage } from './message.ts';

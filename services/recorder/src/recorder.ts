@@ -1,21 +1,22 @@
 import type { Kysely } from 'kysely';
+import type { Database } from '@trips/db';
+import { takeRecordLock } from '@trips/db/advisory-locks';
 import {
-  claimOutbox,
-  deleteOutbox,
   dropExpiredEventPartitions,
-  dropGroups,
   ensureEventPartitions,
-  hasRecorderWork,
   insertEvents,
-  takeDueGroups,
-  takeRecordLock,
-  touchGroups,
-  type Database,
-  type GroupKey,
-  type GroupTouch,
   type NewEvent,
   type StoredEvent,
-} from '@trips/db';
+} from '@trips/db/events';
+import {
+  dropGroups,
+  hasRecorderWork,
+  takeDueGroups,
+  touchGroups,
+  type GroupKey,
+  type GroupTouch,
+} from '@trips/db/groups';
+import { claimOutbox, deleteOutbox } from '@trips/db/outbox';
 import type { Logger } from '@trips/runtime';
 import { changeOf, classify, type Effect } from './catalogue.ts';
 

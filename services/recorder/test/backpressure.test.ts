@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
-import { takeUnpublished } from '@trips/db';
+import { takeUnpublished } from '@trips/db/events';
 import {
   amqpUrl,
   createTestDatabase,

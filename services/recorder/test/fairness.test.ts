@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { claimOutbox, createAgency } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
+import { claimOutbox } from '@trips/db/outbox';
 import { createActivity, createTestDatabase, type CommittedChange, type TestDatabase } from '@trips/testkit';
 import { checkRecording, type RecordedEvent } from '../../../test/system/invariants.ts';
 import { drain, handRecorder, hostWrite } from './helpers.ts';

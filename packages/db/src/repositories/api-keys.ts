@@ -40,7 +40,7 @@ const KEY_COLUMNS = [
   'revoked_at',
 ] as const;
 
-export interface CreatedApiKey {
+interface CreatedApiKey {
   id: string;
   agency_id: string;
   prefix: string;

@@ -3,7 +3,7 @@ import type { AuditLogRow, AuditObjectType, Database } from '../schema.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-export interface NewAuditEntry {
+interface NewAuditEntry {
   agencyId: string;
   /** The owner who acted, or null for the platform team (tripctl). */
   actorUserId: string | null;

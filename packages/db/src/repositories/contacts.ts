@@ -45,7 +45,7 @@ export async function listContacts(
   return pageOf(rows, query.limit);
 }
 
-export type NewContact = Omit<Insertable<ContactsTable>, 'agency_id'>;
+type NewContact = Omit<Insertable<ContactsTable>, 'agency_id'>;
 
 /** Inserts a contact; answers its id. For seeding (tripctl demo), as insertTrip. */
 export async function insertContact(

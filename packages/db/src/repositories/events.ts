@@ -140,7 +140,7 @@ export async function markPublished(trx: Transaction<Database>, seqs: number[]):
   await sql`DELETE FROM events_unpublished WHERE seq = ANY(${seqs}::bigint[])`.execute(trx);
 }
 
-export interface EventPage {
+interface EventPage {
   events: StoredEvent[];
   /** The largest seq visible to this statement over all agencies: "where you are now". */
   visibleSeq: number;

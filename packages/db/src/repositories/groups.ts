@@ -13,7 +13,7 @@ export interface GroupTouch extends GroupKey {
   lastAt: Date;
 }
 
-export interface DueGroup extends GroupKey {
+interface DueGroup extends GroupKey {
   agencyId: string;
 }
 

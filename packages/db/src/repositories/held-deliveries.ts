@@ -16,7 +16,7 @@ export interface HeldDelivery {
   delivery: unknown;
 }
 
-export interface NewHeldDelivery {
+interface NewHeldDelivery {
   webhookId: string;
   delivery: unknown;
   /** Not to be attempted before this; absent: as soon as the webhook has room. */

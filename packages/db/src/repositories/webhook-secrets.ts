@@ -9,7 +9,7 @@ export function generateWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64url')}`;
 }
 
-export interface RotatedSecret {
+interface RotatedSecret {
   /** The new secret: the only time it is handed out (D7). */
   secret: string;
   /** Until when the secrets signing before the rotation still sign (D7's overlap). */

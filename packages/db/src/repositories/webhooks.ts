@@ -16,7 +16,7 @@ export function webhookState(
 
 // ---- Configuration (owners through the settings page and tripctl) ----
 
-export interface CreatedWebhook {
+interface CreatedWebhook {
   webhook: WebhookRow;
   /** The only time the secret is handed out (D7). */
   secret: string;

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { API_KEY_PATTERN, type KeyCredentials } from '@trips/db';
+import { API_KEY_PATTERN, type KeyCredentials } from '@trips/db/api-keys';
 import { ApiError } from '../errors.ts';
 import { keyHashOf, type CredentialsCache } from './credentials-cache.ts';
 

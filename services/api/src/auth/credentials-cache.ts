@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import pg from 'pg';
-import type { KeyCredentials } from '@trips/db';
+import type { KeyCredentials } from '@trips/db/api-keys';
 import type { Logger } from '@trips/runtime';
 
 interface Entry {

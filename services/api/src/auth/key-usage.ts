@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import { markKeysUsed, type Database } from '@trips/db';
+import type { Database } from '@trips/db';
+import { markKeysUsed } from '@trips/db/api-keys';
 import type { Logger } from '@trips/runtime';
 
 /**

@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import type { SyncPosition } from '@trips/db';
+import type { SyncPosition } from '@trips/db/sync';
 import { isCalendarTime } from '@trips/runtime';
 import { ApiError, invalidParam } from '../errors.ts';
 

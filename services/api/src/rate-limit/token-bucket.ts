@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { Redis } from 'ioredis';
-import { takeBucketTokens, type BucketTake, type Database } from '@trips/db';
+import type { Database } from '@trips/db';
+import { takeBucketTokens, type BucketTake } from '@trips/db/rate-limits';
 
 /** Policy of D3: a bucket of `burst` tokens per key, refilled at `perSecond`. */
 export interface BucketPolicy {

@@ -8,7 +8,8 @@ import {
   scopeForEventType,
   type EventType,
 } from '@trips/contracts';
-import { readEventPage, type Database } from '@trips/db';
+import type { Database } from '@trips/db';
+import { readEventPage } from '@trips/db/events';
 import { callerOf } from '../auth/authenticate.ts';
 import { guard } from '../auth/scopes.ts';
 import { ApiError, invalidParam } from '../errors.ts';

@@ -1,14 +1,10 @@
 import type { IRouter } from 'express';
 import type { Kysely } from 'kysely';
-import {
-  findContactPrecompiled,
-  findPaymentPrecompiled,
-  findTripPrecompiled,
-  listContacts,
-  listPayments,
-  listTrips,
-  type Database,
-} from '@trips/db';
+import type { Database } from '@trips/db';
+import { listContacts } from '@trips/db/contacts';
+import { findContactPrecompiled, findPaymentPrecompiled, findTripPrecompiled } from '@trips/db/fast-paths';
+import { listPayments } from '@trips/db/payments';
+import { listTrips } from '@trips/db/trips';
 import { presentContact, presentPayment, presentTrip, presentTripWithItinerary } from '../presenters.ts';
 import { addResourceRoutes } from './resources.ts';
 

@@ -1,7 +1,8 @@
 import type { IRouter } from 'express';
 import type { Kysely } from 'kysely';
 import type { Scope } from '@trips/contracts';
-import type { Database, SyncPage, SyncQuery } from '@trips/db';
+import type { Database } from '@trips/db';
+import type { SyncPage, SyncQuery } from '@trips/db/sync';
 import { guard } from '../auth/scopes.ts';
 import { callerOf } from '../auth/authenticate.ts';
 import { ApiError } from '../errors.ts';

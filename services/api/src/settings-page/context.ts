@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import type { Kysely } from 'kysely';
-import type { Database, SessionUser } from '@trips/db';
+import type { Database } from '@trips/db';
+import type { SessionUser } from '@trips/db/sessions';
 import { describeDuration, type Logger } from '@trips/runtime';
 import type { Settings } from '@trips/settings';
 import { Sessions } from './session.ts';

@@ -1,7 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Kysely } from 'kysely';
-import { deleteSession, findSession, insertSession, type Database, type SessionUser } from '@trips/db';
+import type { Database } from '@trips/db';
+import { deleteSession, findSession, insertSession, type SessionUser } from '@trips/db/sessions';
 
 /** The session cookie; its value is a random token whose SHA-256 is the session's key. */
 const SESSION_COOKIE = 'trips_settings_session';

@@ -1,11 +1,7 @@
 import type { Kysely } from 'kysely';
-import {
-  countSignInAttempt,
-  findUserForSignIn,
-  forgetSignInFailures,
-  forgiveSignInAttempt,
-  type Database,
-} from '@trips/db';
+import type { Database } from '@trips/db';
+import { countSignInAttempt, forgetSignInFailures, forgiveSignInAttempt } from '@trips/db/sign-in-failures';
+import { findUserForSignIn } from '@trips/db/users';
 import { hashPassword, verifyPassword } from '@trips/settings';
 
 /** How many failed sign-ins are allowed in each window, per e-mail and per client address. */

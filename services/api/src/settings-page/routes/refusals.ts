@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response, Router } from 'express';
-import type { SessionUser } from '@trips/db';
+import type { SessionUser } from '@trips/db/sessions';
 import { SettingsError } from '@trips/settings';
 import type { PageContext } from '../context.ts';
 import { messagePage } from '../views/message-pages.ts';

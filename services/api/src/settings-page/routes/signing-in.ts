@@ -1,5 +1,5 @@
 import type { Request, Response, Router } from 'express';
-import { deleteExpiredSessions } from '@trips/db';
+import { deleteExpiredSessions } from '@trips/db/sessions';
 import type { PageContext } from '../context.ts';
 import { field } from '../form-fields.ts';
 import {

@@ -1,4 +1,5 @@
-import type { SessionUser, WebhookState } from '@trips/db';
+import type { SessionUser } from '@trips/db/sessions';
+import type { WebhookState } from '@trips/db/webhooks';
 import { html, type SafeHtml } from '../html.ts';
 import { CSRF_FIELD } from '../session.ts';
 

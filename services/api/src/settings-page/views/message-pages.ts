@@ -1,4 +1,4 @@
-import type { SessionUser } from '@trips/db';
+import type { SessionUser } from '@trips/db/sessions';
 import { html, type SafeHtml } from '../html.ts';
 import { page } from './layout.ts';
 

@@ -1,5 +1,5 @@
 import { EVENT_TYPE_NAMES, SCOPES } from '@trips/contracts';
-import type { SessionUser } from '@trips/db';
+import type { SessionUser } from '@trips/db/sessions';
 import type { ApiKeyView, WebhookView } from '@trips/settings';
 import { html, time, type SafeHtml } from '../html.ts';
 import { banners, checkboxes, csrfField, page, stateBadge, type Banner } from './layout.ts';

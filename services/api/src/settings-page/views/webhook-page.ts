@@ -1,4 +1,5 @@
-import type { SessionUser, WebhookAttemptRow } from '@trips/db';
+import type { WebhookAttemptRow } from '@trips/db';
+import type { SessionUser } from '@trips/db/sessions';
 import type { WebhookView } from '@trips/settings';
 import { html, time, type SafeHtml } from '../html.ts';
 import { banners, csrfField, page, stateBadge, type Banner } from './layout.ts';
