@@ -44,6 +44,17 @@ export async function findWebhook(db: Db, id: string): Promise<WebhookRow | unde
   return db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** The ids of the webhooks, of any agency, that are on and point at this URL. */
+export async function activeWebhookIdsAt(db: Db, url: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('webhooks')
+    .select('id')
+    .where('url', '=', url)
+    .where('disabled_at', 'is', null)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
 /** A webhook locked for the transaction (FOR UPDATE), for a change that reads it first. */
 export async function lockWebhook(trx: Db, id: string): Promise<WebhookRow | undefined> {
   return trx.selectFrom('webhooks').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
