@@ -9,7 +9,7 @@ const scryptAsync = promisify(scrypt) as (
   options: { N: number; r: number; p: number; maxmem: number },
 ) => Promise<Buffer>;
 
-/** scrypt's cost: 2^15 with r=8 takes about 32 MiB and ~100 ms per hash, slow for a guesser. */
+/** scrypt's cost: 2^15 with r=8 takes 32 MiB (128 × N × r bytes) and a good fraction of a second per hash: slow for a guesser. */
 const N = 2 ** 15;
 const R = 8;
 const P = 1;
