@@ -41,16 +41,42 @@ test("one batch takes another agency's change from behind a bulk import", async 
 
 test("the claim leaves the transaction's planner settings as they were", async () => {
   await drain(handRecorder(t.db));
-  await hostWrite(t.db, `UPDATE trips SET title = 'Renamed' WHERE id = 'trp_one'`);
+  // Two changes for a claim of one: the walk (a queue shorter than the claim skips it).
+  await hostWrite(t.db, `UPDATE trips SET title = 'Renamed' WHERE id IN ('trp_one', 'trp_bulk1')`);
   const settings = sql<{ s: string }>`
     SELECT concat_ws(' ', current_setting('jit'), current_setting('enable_seqscan'),
                      current_setting('enable_bitmapscan')) AS s`;
   const before = (await settings.execute(t.db)).rows[0]!.s;
   const after = await t.db.transaction().execute(async (trx) => {
-    expect(await claimOutbox(trx, 10)).toHaveLength(1);
+    expect(await claimOutbox(trx, 1)).toHaveLength(1);
     return (await settings.execute(trx)).rows[0]!.s;
   });
   expect(after).toBe(before);
+  await drain(handRecorder(t.db));
+});
+
+test('a queue shorter than the claim is taken whole, in the order the walk gives', async () => {
+  await drain(handRecorder(t.db));
+  // Queue order: bulk, bulk, one, bulk, one, bulk.
+  for (const id of ['trp_bulk1', 'trp_bulk2', 'trp_one', 'trp_bulk3', 'trp_one', 'trp_bulk4'])
+    await hostWrite(t.db, `UPDATE trips SET num_days = num_days + 1 WHERE id = '${id}'`);
+  const taken = (limit: number) =>
+    t.db.transaction().execute(async (trx) => (await claimOutbox(trx, limit)).map((row) => row.id));
+  const whole = await taken(6);
+  const walked = await taken(5);
+  expect(whole).toHaveLength(6);
+  expect(walked).toEqual(whole.slice(0, 5));
+  const agencyOf = new Map(
+    (await t.db.selectFrom('outbox').select(['id', 'agency_id']).execute()).map((r) => [r.id, r.agency_id]),
+  );
+  expect(whole.map((id) => agencyOf.get(id))).toEqual([
+    'agy_bulk',
+    'agy_one',
+    'agy_bulk',
+    'agy_one',
+    'agy_bulk',
+    'agy_bulk',
+  ]);
   await drain(handRecorder(t.db));
 });
 
