@@ -143,7 +143,12 @@ async function main() {
       ...env,
     });
     await waitReady(child, `http://127.0.0.1:${healthPort}/readyz`);
-    return child;
+    return Object.assign(child, { healthPort });
+  };
+  /** Deliveries the dispatcher put in their webhook's lane, from its metrics. */
+  const heldCount = async (dispatcher: { healthPort: number }) => {
+    const text = await (await fetch(`http://127.0.0.1:${dispatcher.healthPort}/metrics`)).text();
+    return Number(/^trips_deliveries_total\{[^}]*outcome="held"[^}]*\} (\d+)/m.exec(text)?.[1] ?? 0);
   };
 
   // Events are published as the recorder publishes them (services/recorder/src/publisher.ts). The
@@ -543,6 +548,7 @@ async function main() {
     const toReceived = split((id) => arrived.get(id)! - attempted.get(id)!);
     const spread = (xs: number[]) => [50, 95, 99].map((p) => fmt.ms(percentile(xs, p))).join(' / ');
     serviceWarnings.push(...warnings(e2e.log()), ...warnings(recorder.log()));
+    const held = await heldCount(e2e);
     await e2e.stop();
     await recorder.stop();
     const p99 = percentile(latencies, 99);
@@ -554,7 +560,8 @@ async function main() {
     notes.push(
       `end to end: ${committed.size} trips measured, written in ${writeSeconds.toFixed(1)} s with ${E2E_WARMUP_SECONDS} s unmeasured first; ` +
         `max ${fmt.ms(latencies.at(-1) ?? NaN)} ms; ` +
-        `${missing} never arrived (counted as infinitely late); ${writeFailures} failed writes`,
+        `${missing} never arrived (counted as infinitely late); ${writeFailures} failed writes; ` +
+        `${held} deliveries went through the webhook's lane`,
       `end to end, p50 / p95 / p99: commit → recorded ${spread(toRecorded)} ms, recorded → attempt started ${spread(toAttempted)} ms (published, consumed, its turn), attempt → received ${spread(toReceived)} ms`,
       `end to end: CPU while writing, µs per trip: ${Object.entries(e2eCpu)
         .map(([group, seconds]) => `${group} ${((seconds * 1e6) / total).toFixed(0)}`)

@@ -36,6 +36,11 @@ export function readConfig(source: Record<string, string | undefined> = process.
     prefetch: env.int('DISPATCHER_PREFETCH', 100, { min: 1, max: 10_000 }),
     /** Attempts in flight to one webhook from one dispatcher; more wait in the webhook's lane (lanes.ts). */
     endpointConcurrency: env.int('DISPATCHER_ENDPOINT_CONCURRENCY', 10, { min: 1, max: 1_000 }),
+    /**
+     * How long a delivery may wait in memory for a slot of a busy, healthy webhook before it goes
+     * to the webhook's lane (endpoints.ts); 0 sends every delivery beyond the slots to the lane.
+     */
+    inlineWaitMs: env.duration('DISPATCHER_INLINE_WAIT', '250ms'),
     /** Attempts from the webhook lanes in flight per dispatcher, over every webhook; lanes take turns. */
     laneMaxInFlight: env.int('DISPATCHER_LANE_MAX_IN_FLIGHT', 500, { min: 1, max: 100_000 }),
     /** How often a dispatcher looks for lanes holding deliveries (other dispatchers' holds, expired claims). */

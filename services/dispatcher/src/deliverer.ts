@@ -31,8 +31,6 @@ type Source = 'fan_out' | 'deliveries_queue' | 'lane';
 
 /** What the deliverer needs of the webhook lanes (lanes.ts). */
 export interface LaneEntry {
-  /** Whether this process knows the webhook's lane to hold deliveries: new ones then join it. */
-  hasWork(webhookId: string): boolean;
   /** Puts the delivery in its webhook's lane (not to be tried before `notBefore`); resolves once committed. */
   hold(delivery: DeliveryMessage, notBefore?: Date): Promise<void>;
 }
@@ -43,7 +41,7 @@ export type Outcome =
   | { kind: 'retry_scheduled'; result: AttemptResult; delayMs: number }
   | { kind: 'gave_up'; result: AttemptResult }
   /** Put in its webhook's lane, to be attempted when the webhook has room. Not an attempt. */
-  | { kind: 'held'; reason: DeferReason | 'lane_waiting' }
+  | { kind: 'held'; reason: DeferReason }
   /** Claimed from its lane but not attempted after all (the breaker opened): it stays in the lane. */
   | { kind: 'deferred'; reason: DeferReason }
   | { kind: 'dropped'; reason: 'webhook_gone' | 'webhook_off' | 'unsubscribed' };
@@ -64,10 +62,11 @@ export interface Deliverer {
  * One attempt of one delivery (spec 4.4, 6.2–6.4; D7). The webhook is read fresh for every attempt,
  * so a changed URL or secret applies to the next one and a switch-off drops what is still queued.
  *
- * A delivery is attempted at once when its webhook has room; otherwise it waits in the webhook's
- * lane (lanes.ts) and the message that brought it is acked, so no queue shared by every agency
- * waits on one webhook. A webhook whose lane holds deliveries gets new ones in the lane too, behind
- * the others, so a steady stream cannot starve its backlog.
+ * A delivery is attempted at once when its webhook has room, or after a short wait for a slot of a
+ * healthy webhook (endpoints.ts); otherwise it waits in the webhook's lane (lanes.ts) and the
+ * message that brought it is acked, so no queue shared by every agency waits on one webhook. The
+ * lane and the waiting deliveries take turns for the webhook's slots, so a steady stream cannot
+ * starve its backlog.
  */
 export function createDeliverer(deps: DelivererDeps): Deliverer {
   const { store, sender, endpoints, lanes, policy, topology, logger } = deps;
@@ -128,7 +127,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     return { kind: 'retry_scheduled', result, delayMs: retry.delayMs };
   };
 
-  const handleHeld = async (delivery: DeliveryMessage, reason: DeferReason | 'lane_waiting') => {
+  const handleHeld = async (delivery: DeliveryMessage, reason: DeferReason) => {
     // Not an attempt: nothing was sent, so the attempt number and the window stay as they were.
     await lanes.hold(delivery);
     return { kind: 'held', reason } as const;
@@ -136,9 +135,6 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
 
   const attempt: Deliverer['attempt'] = async (delivery, target, publisher, source) => {
     let outcome = prepare(delivery, target);
-    if (!outcome && source !== 'lane' && lanes.hasWork(delivery.webhook_id)) {
-      outcome = await handleHeld(delivery, 'lane_waiting');
-    }
     if (!outcome) {
       const guarded = await endpoints.run(
         delivery.webhook_id,

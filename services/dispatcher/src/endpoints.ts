@@ -10,6 +10,14 @@ export interface EndpointProtection {
    * hold the shared queues' messages, and its deliveries wait in its lane instead (lanes.ts).
    */
   inlineMaxMs: number;
+  /**
+   * How long a caller that holds a RabbitMQ message may wait in memory for a slot of a busy
+   * endpoint, at most (0: never). A burst (a recorder's batch of one agency's events) then goes out
+   * at the endpoint's pace with no write at all; what could not start in time, or would not by the
+   * endpoint's recent pace, goes to the lane instead. The bound keeps the prefetch moving: a
+   * message waits this long at most, so another agency's event never waits behind a full line.
+   */
+  inlineWaitMs: number;
   breaker: {
     /** The breaker opens when more than this share of recent attempts failed... */
     errorThresholdPercentage: number;
@@ -41,16 +49,23 @@ const DURATION_WEIGHT = 0.2;
 /**
  * Short-term protection of one webhook endpoint, per dispatcher process (architecture example 6):
  * a concurrency cap and a circuit breaker, so a dead endpoint stops taking attempts at all once it
- * has failed enough. Neither makes anyone wait: an attempt starts now or is refused with a reason,
- * and the caller puts the delivery in the webhook's lane (lanes.ts), which is served as this
- * endpoint has room. The durable switch-off after WEBHOOK_FAILURE_WINDOW is a separate policy
+ * has failed enough. An attempt starts now or is refused with a reason, and the caller puts the
+ * delivery in the webhook's lane (lanes.ts), which is served as this endpoint has room; only a
+ * caller holding a RabbitMQ message at a healthy, busy endpoint waits for a slot, briefly and in
+ * order (the line), since a write per delivery of every burst cost more than the attempt itself. The durable switch-off after WEBHOOK_FAILURE_WINDOW is a separate policy
  * (switch-off.ts) that reads the attempts, not this state.
  */
 class Endpoint {
   private readonly breaker: CircuitBreaker<[() => Promise<AttemptResult>], AttemptResult>;
   private readonly concurrency: number;
   private readonly inlineMaxMs: number;
+  private readonly inlineWaitMs: number;
+  /** Attempts running, and those handed a slot as it freed. */
   private active = 0;
+  /** Inline callers waiting for a slot, oldest first; each is told whether it got one. */
+  private readonly line: ((gotSlot: boolean) => void)[] = [];
+  /** Whose turn the last freed slot was, while the line had callers (freeSlot). */
+  private laneTurn = false;
   /** Running mean of attempt durations, ms; unknown until one finished. */
   private meanDurationMs: number | undefined;
   private readonly onRoom: () => void;
@@ -60,6 +75,7 @@ class Endpoint {
     this.onRoom = onRoom;
     this.concurrency = protection.concurrency;
     this.inlineMaxMs = protection.inlineMaxMs;
+    this.inlineWaitMs = protection.inlineWaitMs;
     this.breaker = new CircuitBreaker(
       async (send: () => Promise<AttemptResult>) => {
         const result = await send();
@@ -105,24 +121,61 @@ class Endpoint {
   async run(send: () => Promise<AttemptResult>, inline: boolean): Promise<GuardedResult> {
     this.lastUsed = Date.now();
     if (this.breaker.opened) return { deferred: 'circuit_open' };
-    if (this.active >= this.concurrency) return { deferred: 'endpoint_busy' };
     if (inline && this.meanDurationMs !== undefined && this.meanDurationMs > this.inlineMaxMs)
       return { deferred: 'endpoint_slow' };
-    this.active++;
+    if (this.active < this.concurrency) this.active++;
+    else if (!inline || !(await this.waitForSlot())) return { deferred: 'endpoint_busy' };
     const startedAt = performance.now();
     try {
       const result = await this.breaker.fire(send);
       this.observe(performance.now() - startedAt);
       return { attempted: result };
     } catch (error) {
-      // EOPENBREAKER: a half-open trial is already out.
+      // EOPENBREAKER: the breaker opened while this waited, or a half-open trial is already out.
       if (!(error instanceof AttemptFailed)) return { deferred: 'circuit_open' };
       this.observe(performance.now() - startedAt);
       return { attempted: error.result };
     } finally {
-      this.active--;
-      this.onRoom();
+      this.freeSlot();
     }
+  }
+
+  /**
+   * Waits in the line for a slot, up to inlineWaitMs; resolves true with the slot taken. Only as
+   * many wait as the endpoint's recent pace serves within that time, so a line that could not
+   * clear in time is not joined at all.
+   */
+  private waitForSlot(): Promise<boolean> {
+    // Unmeasured yet (the first attempts are still out): the time bound alone.
+    const served =
+      this.meanDurationMs === undefined ? Infinity : this.inlineWaitMs / Math.max(1, this.meanDurationMs);
+    if (this.line.length >= Math.floor(this.concurrency * served)) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiter = (gotSlot: boolean) => {
+        clearTimeout(timer);
+        resolve(gotSlot);
+      };
+      const timer = setTimeout(() => {
+        this.line.splice(this.line.indexOf(waiter), 1);
+        resolve(false);
+      }, this.inlineWaitMs);
+      this.line.push(waiter);
+    });
+  }
+
+  /**
+   * An attempt ended. While callers wait in the line, the freed slot goes to the lane and to the
+   * line in turn, so that neither a steady stream starves the lane's backlog nor the backlog makes
+   * the line wait its longest; the lane takes its turn only if it has a delivery ready now.
+   */
+  private freeSlot(): void {
+    this.active--;
+    const laneFirst = this.line.length === 0 || (this.laneTurn = !this.laneTurn);
+    if (laneFirst) this.onRoom();
+    if (this.active < this.concurrency && this.line.length > 0) {
+      this.active++;
+      this.line.shift()!(true);
+    } else if (!laneFirst) this.onRoom();
   }
 
   private observe(durationMs: number): void {
@@ -158,7 +211,8 @@ export class Endpoints {
 
   /**
    * Attempts now if the webhook has room; otherwise answers why not. `inline`: the caller holds a
-   * RabbitMQ message meanwhile, so a slow endpoint refuses it (EndpointProtection.inlineMaxMs).
+   * RabbitMQ message meanwhile, so a slow endpoint refuses it (EndpointProtection.inlineMaxMs), and
+   * a busy one lets it wait for a slot a little while (EndpointProtection.inlineWaitMs).
    */
   run(webhookId: string, send: () => Promise<AttemptResult>, inline: boolean): Promise<GuardedResult> {
     let endpoint = this.byWebhook.get(webhookId);

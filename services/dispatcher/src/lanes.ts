@@ -92,10 +92,6 @@ export class Lanes implements LaneEntry {
     this.scan.start();
   }
 
-  hasWork(webhookId: string): boolean {
-    return this.lanes.has(webhookId);
-  }
-
   async hold(delivery: DeliveryMessage, notBefore?: Date): Promise<void> {
     await this.store.hold(delivery, notBefore);
     this.known(delivery.webhook_id);

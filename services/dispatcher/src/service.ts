@@ -148,6 +148,7 @@ function createEndpoints(config: DispatcherConfig, protection?: Partial<Endpoint
   return new Endpoints({
     concurrency: config.endpointConcurrency,
     inlineMaxMs: INLINE_MAX_MS,
+    inlineWaitMs: config.inlineWaitMs,
     // The circuit breaker of short-term endpoint protection: every threshold is a setting, with
     // why its default is what it is (config.ts).
     breaker: {

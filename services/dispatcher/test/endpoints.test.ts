@@ -2,7 +2,7 @@ import type { AttemptResult } from '../src/sender.ts';
 import { Endpoints, type GuardedResult } from '../src/endpoints.ts';
 
 // Per-endpoint protection (endpoints.ts), on its own: two slots, an endpoint slower than 100 ms
-// refuses inline attempts, and a breaker that opens after 4 attempts mostly failing and lets a
+// refuses inline attempts, an inline caller waits for a slot 150 ms at most, and a breaker that opens after 4 attempts mostly failing and lets a
 // trial through after 300 ms.
 let endpoints: Endpoints;
 let roomFor: string[];
@@ -11,6 +11,7 @@ beforeEach(() => {
   endpoints = new Endpoints({
     concurrency: 2,
     inlineMaxMs: 100,
+    inlineWaitMs: 150,
     breaker: { errorThresholdPercentage: 50, volumeThreshold: 4, rollingWindowMs: 10_000, cooldownMs: 300 },
   });
   roomFor = [];
@@ -38,14 +39,13 @@ const answeringIn =
 
 const deferred = (r: GuardedResult) => ('deferred' in r ? r.deferred : undefined);
 
-test('an attempt starts at once or is refused at once: no caller waits for a slot', async () => {
+test('a lane attempt starts at once or is refused at once: it never waits for a slot', async () => {
   let release!: () => void;
   const hung = new Promise<AttemptResult>((resolve) => (release = () => resolve(result())));
   const running = [endpoints.run('whk_1', () => hung, true), endpoints.run('whk_1', () => hung, false)];
   expect(endpoints.room('whk_1')).toBe(0);
 
   const started = performance.now();
-  expect(deferred(await endpoints.run('whk_1', answeringIn(0), true))).toBe('endpoint_busy');
   expect(deferred(await endpoints.run('whk_1', answeringIn(0), false))).toBe('endpoint_busy');
   expect(performance.now() - started).toBeLessThan(50);
   // Another webhook is not affected.
@@ -56,6 +56,65 @@ test('an attempt starts at once or is refused at once: no caller waits for a slo
   expect(endpoints.room('whk_1')).toBe(2);
   // Each ended attempt tells the lanes there is room.
   expect(roomFor.filter((id) => id === 'whk_1')).toHaveLength(2);
+});
+
+test('inline callers wait for a busy endpoint, in order; freed slots go to the lane and the line in turn', async () => {
+  await endpoints.run('whk_1', answeringIn(20), true); // measured: 20 ms an attempt
+  const started: string[] = [];
+  const releases: (() => void)[] = [];
+  const running: Promise<GuardedResult>[] = [];
+  const held = (who: string) => () => {
+    started.push(who);
+    return new Promise<AttemptResult>((resolve) => releases.push(() => resolve(result())));
+  };
+  // The lane starts a delivery whenever it hears of room, as long as it has some ready.
+  let laneReady = 0;
+  endpoints.onRoom((webhookId) => {
+    if (webhookId !== 'whk_1' || laneReady === 0 || endpoints.room(webhookId) === 0) return;
+    laneReady--;
+    running.push(endpoints.run(webhookId, held('lane'), false));
+  });
+  running.push(endpoints.run('whk_1', held('slot'), false), endpoints.run('whk_1', held('slot'), false));
+  const line = [1, 2, 3].map((i) => endpoints.run('whk_1', held(`line ${i}`), true));
+  laneReady = 3;
+  for (let i = 0; i < 5; i++) {
+    releases[i]!();
+    await sleep(5);
+  }
+  expect(started).toEqual(['slot', 'slot', 'lane', 'line 1', 'lane', 'line 2', 'lane']);
+  // The last in line takes the next slot: the lane has nothing ready.
+  releases[5]!();
+  await sleep(5);
+  expect(started.at(-1)).toBe('line 3');
+  for (const release of releases) release();
+  expect((await Promise.all([...line, ...running])).every((o) => 'attempted' in o)).toBe(true);
+  expect(endpoints.room('whk_1')).toBe(2);
+});
+
+test('an inline caller waits its longest, then is refused and leaves the line', async () => {
+  let release!: () => void;
+  const hung = new Promise<AttemptResult>((resolve) => (release = () => resolve(result())));
+  const slots = [endpoints.run('whk_1', () => hung, true), endpoints.run('whk_1', () => hung, true)];
+  const started = performance.now();
+  expect(deferred(await endpoints.run('whk_1', answeringIn(0), true))).toBe('endpoint_busy');
+  expect(performance.now() - started).toBeGreaterThanOrEqual(140);
+  release();
+  await Promise.all(slots);
+  expect(endpoints.room('whk_1')).toBe(2);
+});
+
+test('an inline caller is refused at once when the line would not clear in time', async () => {
+  // 60 ms an attempt: two slots serve 5 waiting callers within 150 ms; a 6th is refused at once.
+  await endpoints.run('whk_1', answeringIn(60), true);
+  const slots = [
+    endpoints.run('whk_1', answeringIn(60), false),
+    endpoints.run('whk_1', answeringIn(60), false),
+  ];
+  const line = [1, 2, 3, 4, 5].map(() => endpoints.run('whk_1', answeringIn(0), true));
+  const started = performance.now();
+  expect(deferred(await endpoints.run('whk_1', answeringIn(0), true))).toBe('endpoint_busy');
+  expect(performance.now() - started).toBeLessThan(20);
+  await Promise.all([...slots, ...line]);
 });
 
 test('a slow endpoint refuses inline attempts (a message would wait on them) but not lane attempts', async () => {

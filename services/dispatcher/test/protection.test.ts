@@ -81,7 +81,7 @@ test('an open breaker holds deliveries in the lane; none is dropped, all arrive 
 
   const mine = () => d.outcomes.filter((o) => o.webhookId === webhook.id);
   await waitFor(
-    () => mine().filter((o) => o.outcome.kind === 'held' && o.outcome.reason === 'lane_waiting').length >= 10,
+    () => mine().filter((o) => o.outcome.kind === 'held' && o.outcome.reason === 'circuit_open').length >= 10,
     { what: 'deliveries held behind the open breaker' },
   );
   // The breaker spared the endpoint most of those: far fewer requests than deliveries so far.
