@@ -11,7 +11,13 @@ import {
   randomAmqpPrefix,
   type TestDatabase,
 } from '@trips/testkit';
-import { MIN_WINDOW, PUBLISH_CHUNK, Publisher, REFUSED_RETRY_MS } from '../src/publisher.ts';
+import {
+  CALM_PUBLISH_CHUNK,
+  MIN_WINDOW,
+  PUBLISH_CHUNK,
+  Publisher,
+  REFUSED_RETRY_MS,
+} from '../src/publisher.ts';
 import { drain, handRecorder, hostWrite, sleep } from './helpers.ts';
 
 // The dispatcher's events queue is bounded (a quorum queue with x-max-length and x-overflow:
@@ -276,8 +282,8 @@ test('after refusals the next batch is no larger than what the queue took (MIN_W
   const tap = await bindQueue(exchange, 'tap');
   await fill(full, 20);
   await record('agy_bp_sa', 80);
-  // B's events run out after the second batch (half of the first chunk, half of the floor).
-  await record('agy_bp_sb', PUBLISH_CHUNK / 2 + MIN_WINDOW / 2, 'contacts');
+  // B's events run out in the first batch.
+  await record('agy_bp_sb', PUBLISH_CHUNK / 2, 'contacts');
   const { publisher, logs } = startPublisher(exchange, 2 * PUBLISH_CHUNK);
   let seen = 0;
   const offered = async () => {
@@ -291,12 +297,10 @@ test('after refusals the next batch is no larger than what the queue took (MIN_W
     return { offered: await offered(), published };
   };
   try {
-    // The batch's first chunk, half of it each agency's: B's taken, A's refused, and the rest of
-    // the batch not sent.
-    expect(await batch()).toEqual({ offered: PUBLISH_CHUNK, published: PUBLISH_CHUNK / 2 });
-    // What the queue took is less than the floor: MIN_WINDOW, half of it B's last events, taken.
-    expect(await batch()).toEqual({ offered: MIN_WINDOW, published: MIN_WINDOW / 2 });
-    // Only A's are left, refused whole; the next is the floor again.
+    // No refusal yet: the whole batch goes in one chunk (CALM_PUBLISH_CHUNK). B's taken, A's refused.
+    expect(2 * PUBLISH_CHUNK).toBeLessThanOrEqual(CALM_PUBLISH_CHUNK);
+    expect(await batch()).toEqual({ offered: 2 * PUBLISH_CHUNK, published: PUBLISH_CHUNK / 2 });
+    // What the queue took is less than the floor: MIN_WINDOW, only A's left, refused whole.
     expect(await batch()).toEqual({ offered: MIN_WINDOW, published: 0 });
     expect(await batch()).toEqual({ offered: MIN_WINDOW, published: 0 });
 
