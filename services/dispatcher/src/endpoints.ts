@@ -66,6 +66,12 @@ class Endpoint {
   private readonly line: ((gotSlot: boolean) => void)[] = [];
   /** Whose turn the last freed slot was, while the line had callers (freeSlot). */
   private laneTurn = false;
+  /**
+   * The last attempt's answer trickled (its body cut after the grace): each attempt then costs a
+   * new TLS handshake, on both sides, and ten at a time cost the machine what every other webhook
+   * needs. Such an endpoint gets one slot until an answer arrives whole again.
+   */
+  private trickling = false;
   /** Running mean of attempt durations, ms; unknown until one finished. */
   private meanDurationMs: number | undefined;
   private readonly onRoom: () => void;
@@ -115,7 +121,7 @@ class Endpoint {
   get room(): number {
     if (this.breaker.opened) return 0;
     if (this.breaker.halfOpen) return this.breaker.pendingClose && this.active === 0 ? 1 : 0;
-    return this.concurrency - this.active;
+    return Math.max(0, this.slots - this.active);
   }
 
   async run(send: () => Promise<AttemptResult>, inline: boolean): Promise<GuardedResult> {
@@ -123,17 +129,17 @@ class Endpoint {
     if (this.breaker.opened) return { deferred: 'circuit_open' };
     if (inline && this.meanDurationMs !== undefined && this.meanDurationMs > this.inlineMaxMs)
       return { deferred: 'endpoint_slow' };
-    if (this.active < this.concurrency) this.active++;
+    if (this.active < this.slots) this.active++;
     else if (!inline || !(await this.waitForSlot())) return { deferred: 'endpoint_busy' };
     const startedAt = performance.now();
     try {
       const result = await this.breaker.fire(send);
-      this.observe(performance.now() - startedAt);
+      this.observe(performance.now() - startedAt, result);
       return { attempted: result };
     } catch (error) {
       // EOPENBREAKER: the breaker opened while this waited, or a half-open trial is already out.
       if (!(error instanceof AttemptFailed)) return { deferred: 'circuit_open' };
-      this.observe(performance.now() - startedAt);
+      this.observe(performance.now() - startedAt, error.result);
       return { attempted: error.result };
     } finally {
       this.freeSlot();
@@ -149,7 +155,7 @@ class Endpoint {
     // Unmeasured yet (the first attempts are still out): the time bound alone.
     const served =
       this.meanDurationMs === undefined ? Infinity : this.inlineWaitMs / Math.max(1, this.meanDurationMs);
-    if (this.line.length >= Math.floor(this.concurrency * served)) return Promise.resolve(false);
+    if (this.line.length >= Math.floor(this.slots * served)) return Promise.resolve(false);
     return new Promise((resolve) => {
       const waiter = (gotSlot: boolean) => {
         clearTimeout(timer);
@@ -172,13 +178,19 @@ class Endpoint {
     this.active--;
     const laneFirst = this.line.length === 0 || (this.laneTurn = !this.laneTurn);
     if (laneFirst) this.onRoom();
-    if (this.active < this.concurrency && this.line.length > 0) {
+    if (this.active < this.slots && this.line.length > 0) {
       this.active++;
       this.line.shift()!(true);
     } else if (!laneFirst) this.onRoom();
   }
 
-  private observe(durationMs: number): void {
+  /** Attempts that may run at once: one while the endpoint trickles its answers. */
+  private get slots(): number {
+    return this.trickling ? 1 : this.concurrency;
+  }
+
+  private observe(durationMs: number, result: AttemptResult): void {
+    this.trickling = result.bodyCut === true;
     this.meanDurationMs =
       this.meanDurationMs === undefined
         ? durationMs

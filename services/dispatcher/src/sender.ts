@@ -37,6 +37,12 @@ export interface AttemptResult {
   error: AttemptError | null;
   /** The first KiB of the answer, as text. */
   body: string | null;
+  /**
+   * The answer's body was still coming when its grace ran out, and was cut: the connection cannot
+   * be used again, so every such attempt costs a new TLS handshake (endpoints.ts gives the
+   * endpoint one slot while it answers so). Not stored.
+   */
+  bodyCut?: boolean;
 }
 
 export interface SenderOptions {
@@ -126,11 +132,11 @@ export class Sender {
         stream.once('response', resolve);
         stream.once('error', reject);
       });
-      const text = await readPrefix(stream, BODY_LIMIT, BODY_GRACE_MS);
+      const { text, cut } = await readPrefix(stream, BODY_LIMIT, BODY_GRACE_MS);
       const status = response.statusCode;
       const error =
         status >= 200 && status < 300 ? null : status >= 300 && status < 400 ? 'redirect' : 'http_status';
-      return finish({ statusCode: status, error, body: text });
+      return finish({ statusCode: status, error, body: text, bodyCut: cut });
     } catch (error) {
       return finish({ statusCode: null, error: attemptErrorOf(error), body: null });
     } finally {
@@ -153,10 +159,14 @@ async function readPrefix(
   stream: AsyncIterable<Buffer> & { destroy(): void },
   limit: number,
   graceMs: number,
-): Promise<string> {
+): Promise<{ text: string; cut: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
-  const grace = setTimeout(() => stream.destroy(), graceMs);
+  let cut = false;
+  const grace = setTimeout(() => {
+    cut = true;
+    stream.destroy();
+  }, graceMs);
   try {
     for await (const chunk of stream) {
       chunks.push(chunk);
@@ -169,7 +179,7 @@ async function readPrefix(
   } finally {
     clearTimeout(grace);
   }
-  return storableText(Buffer.concat(chunks), limit);
+  return { text: storableText(Buffer.concat(chunks), limit), cut };
 }
 
 /**

@@ -37,6 +37,8 @@ const answeringIn =
     return result(error);
   };
 
+const trickled = async (): Promise<AttemptResult> => ({ ...result(), bodyCut: true });
+
 const deferred = (r: GuardedResult) => ('deferred' in r ? r.deferred : undefined);
 
 test('a lane attempt starts at once or is refused at once: it never waits for a slot', async () => {
@@ -142,4 +144,17 @@ test('an open breaker refuses everything and leaves no room; after its cooldown 
   expect('attempted' in (await trial)).toBe(true);
   expect(endpoints.isTrial('whk_dead')).toBe(false);
   expect(endpoints.room('whk_dead')).toBe(2);
+});
+
+test('an endpoint whose answers trickle gets one slot, until an answer arrives whole again', async () => {
+  await endpoints.run('whk_1', trickled, false);
+  expect(endpoints.room('whk_1')).toBe(1);
+  let release!: () => void;
+  const held = new Promise<AttemptResult>((resolve) => (release = () => resolve(result())));
+  const one = endpoints.run('whk_1', () => held, false);
+  expect(endpoints.room('whk_1')).toBe(0);
+  expect(deferred(await endpoints.run('whk_1', answeringIn(0), false))).toBe('endpoint_busy');
+  release();
+  await one;
+  expect(endpoints.room('whk_1')).toBe(2);
 });

@@ -73,7 +73,7 @@ describe('once the headers are in, the status decides and the body gets a short 
     try {
       const started = performance.now();
       const result = await send(endpoint.url);
-      expect(result).toMatchObject({ statusCode: status, error });
+      expect(result).toMatchObject({ statusCode: status, error, bodyCut: true });
       expect(result.body).toMatch(/^ok/);
       expect(result.durationMs).toBeLessThan(2_000);
       expect(performance.now() - started).toBeLessThan(2_000);
@@ -88,7 +88,7 @@ describe('once the headers are in, the status decides and the body gets a short 
     const endpoint = await startEndpoint(200, (res) => setTimeout(() => res.destroy(), 50));
     try {
       const result = await send(endpoint.url);
-      expect(result).toMatchObject({ statusCode: 200, error: null, body: 'ok' });
+      expect(result).toMatchObject({ statusCode: 200, error: null, body: 'ok', bodyCut: false });
     } finally {
       await endpoint.close();
     }
