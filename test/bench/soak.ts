@@ -104,6 +104,20 @@ function machineBusySeconds(): number {
   return (user! + nice! + system! + irq! + softirq! + steal!) / 100; // USER_HZ
 }
 
+/**
+ * A service's V8 heap in use, from its Prometheus metrics (prom-client's default
+ * nodejs_heap_size_used_bytes), in bytes: beside RSS, it tells a heap that grows from one that
+ * holds on to memory it no longer uses. NaN when the metrics cannot be read.
+ */
+async function heapUsed(port: number): Promise<number> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    return Number(/^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
+}
+
 /** Resident memory of a process, from /proc (VmRSS), in bytes. */
 function rss(pid: number): number {
   const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
@@ -233,7 +247,7 @@ async function main() {
     const child = startProcess(name, script, { ...serviceEnv, [healthVariable]: String(healthPort), ...env });
     onCleanup(() => child.stop());
     await waitReady(child, `http://127.0.0.1:${healthPort}/readyz`);
-    return child;
+    return Object.assign(child, { metricsPort: healthPort });
   };
   const dispatcher = await service('dispatcher', DISPATCHER, 'DISPATCHER_HEALTH_PORT', {
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
@@ -241,6 +255,7 @@ async function main() {
   });
   const recorder = await service('recorder', RECORDER, 'RECORDER_HEALTH_PORT', {});
   // As bench:api runs it: the limiter works on every request but never refuses.
+  const apiMetricsPort = await freePort();
   const api = await startServer(
     'soak-api',
     API,
@@ -248,12 +263,17 @@ async function main() {
       ...serviceEnv,
       RATE_LIMIT_PER_SECOND: '1000000000',
       RATE_LIMIT_BURST: '1000000000',
-      API_METRICS_PORT: '0',
+      API_METRICS_PORT: String(apiMetricsPort),
     },
     '/healthz',
   );
   onCleanup(() => api.stop());
   const pids = { api: api.pid, recorder: recorder.process.pid!, dispatcher: dispatcher.process.pid! };
+  const metricsPorts: Record<string, number> = {
+    api: apiMetricsPort,
+    recorder: recorder.metricsPort,
+    dispatcher: dispatcher.metricsPort,
+  };
 
   // The seeded trips' events go through first, so they are not part of any figure.
   for (const deadline = Date.now() + 60_000; (await delivered()) < READ_TRIPS; await sleep(200)) {
@@ -331,6 +351,9 @@ async function main() {
     events: await countRows('events'),
     delivered: await delivered(),
     rss: Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, rss(pid)])),
+    heap: Object.fromEntries(
+      await Promise.all(Object.keys(pids).map(async (name) => [name, await heapUsed(metricsPorts[name]!)])),
+    ) as Record<string, number>,
     busy: machineBusySeconds(),
   });
   type Sample = Awaited<ReturnType<typeof sample>>;
@@ -486,6 +509,11 @@ async function main() {
   console.log(
     `RSS per minute (MB, minutes 0–${MINUTES}): ${Object.keys(pids)
       .map((name) => `${name} ${samples.map((s) => (s.rss[name]! / 2 ** 20).toFixed(0)).join(' ')}`)
+      .join('; ')}`,
+  );
+  console.log(
+    `V8 heap used per minute (MB, minutes 0–${MINUTES}; for reference: read beside RSS): ${Object.keys(pids)
+      .map((name) => `${name} ${samples.map((s) => (s.heap[name]! / 2 ** 20).toFixed(0)).join(' ')}`)
       .join('; ')}`,
   );
   const cores = (seconds: number) => (seconds / soakSeconds).toFixed(2);
