@@ -50,10 +50,11 @@ const DURATION_WEIGHT = 0.2;
  * Short-term protection of one webhook endpoint, per dispatcher process (architecture example 6):
  * a concurrency cap and a circuit breaker, so a dead endpoint stops taking attempts at all once it
  * has failed enough. An attempt starts now or is refused with a reason, and the caller puts the
- * delivery in the webhook's lane (lanes.ts), which is served as this endpoint has room; only a
+ * delivery in the webhook's lane (lanes.ts), which is served as this endpoint has room. Only a
  * caller holding a RabbitMQ message at a healthy, busy endpoint waits for a slot, briefly and in
- * order (the line), since a write per delivery of every burst cost more than the attempt itself. The durable switch-off after WEBHOOK_FAILURE_WINDOW is a separate policy
- * (switch-off.ts) that reads the attempts, not this state.
+ * order (the line): otherwise every burst's surplus would be written to the lane and read back.
+ * The durable switch-off after WEBHOOK_FAILURE_WINDOW is a separate policy (switch-off.ts) that
+ * reads the attempts, not this state.
  */
 class Endpoint {
   private readonly breaker: CircuitBreaker<[() => Promise<AttemptResult>], AttemptResult>;
@@ -176,12 +177,13 @@ class Endpoint {
    */
   private freeSlot(): void {
     this.active--;
-    const laneFirst = this.line.length === 0 || (this.laneTurn = !this.laneTurn);
-    if (laneFirst) this.onRoom();
+    if (this.line.length === 0) return this.onRoom();
+    this.laneTurn = !this.laneTurn;
+    if (this.laneTurn) this.onRoom();
     if (this.active < this.slots && this.line.length > 0) {
       this.active++;
       this.line.shift()!(true);
-    } else if (!laneFirst) this.onRoom();
+    } else if (!this.laneTurn) this.onRoom();
   }
 
   /** Attempts that may run at once: one while the endpoint trickles its answers. */

@@ -2,8 +2,8 @@ import type { AttemptResult } from '../src/sender.ts';
 import { Endpoints, type GuardedResult } from '../src/endpoints.ts';
 
 // Per-endpoint protection (endpoints.ts), on its own: two slots, an endpoint slower than 100 ms
-// refuses inline attempts, an inline caller waits for a slot 150 ms at most, and a breaker that opens after 4 attempts mostly failing and lets a
-// trial through after 300 ms.
+// refuses inline attempts, an inline caller waits for a slot 150 ms at most, and a breaker that
+// opens after 4 attempts mostly failing and lets a trial through after 300 ms.
 let endpoints: Endpoints;
 let roomFor: string[];
 

@@ -25,8 +25,9 @@ export const MIN_WINDOW = 16;
 /** Events published at once, then confirmed before the next chunk goes (runBatch says why). */
 export const PUBLISH_CHUNK = 20;
 /**
- * The chunk while the queue takes whole batches (the window at the batch size): a round trip per
- * chunk of 20 made the publisher a third as fast as a bare one when nothing was full. The first
+ * The chunk while the queue takes whole batches (the window at the batch size): with a confirm
+ * round trip per chunk of 20, publishing fell behind recording when nothing was full
+ * (docs/benchmarks/recorder.md). The first
  * refusal after such a calm puts at most this many events ahead of the next agency's, once;
  * refusals then shrink the window, and chunks are PUBLISH_CHUNK until whole batches go again.
  */
