@@ -19,6 +19,10 @@ const config: KnipConfig = {
       // The migrations list imports each file as a namespace; kysely calls their up and down.
       entry: ['src/migrations/0*.ts', 'test/**/*.test.ts'],
     },
+    'packages/sdk': {
+      // package.json points at the built dist/; these are its sources, plus the build's scripts.
+      entry: ['src/index.ts', 'src/cli/main.ts', 'scripts/*.ts', 'test/**/*.test.ts'],
+    },
     'services/*': {
       entry: ['test/**/*.test.ts'],
     },

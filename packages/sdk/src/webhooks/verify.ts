@@ -1,0 +1,125 @@
+import { timingSafeEqual } from 'node:crypto';
+import { WebhookVerificationError } from '../errors.ts';
+import type { Event } from '../openapi-types.ts';
+import { headerValue, type HeadersLike } from './headers.ts';
+import { SIGNATURE_HEADER, signature } from './sign.ts';
+
+export interface VerifyOptions {
+  /** How far `t` may be from this machine's clock, either way. Default 300 s (D7). */
+  toleranceSeconds?: number;
+  /** The clock, in unix seconds; for tests. */
+  now?: number;
+}
+
+const fail = (reason: ConstructorParameters<typeof WebhookVerificationError>[0], message: string) =>
+  new WebhookVerificationError(reason, message);
+
+function rawBytes(rawBody: unknown): Buffer {
+  if (typeof rawBody === 'string') return Buffer.from(rawBody, 'utf8');
+  if (rawBody instanceof Uint8Array)
+    return Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength);
+  const got =
+    rawBody === null ? 'null' : typeof rawBody === 'object' ? 'an already parsed object' : typeof rawBody;
+  throw fail(
+    'body_not_raw',
+    `verifyWebhook needs the raw request body (a string or Buffer) exactly as received, but got ${got}. ` +
+      'The signature covers the bytes sent; JSON parsed and serialised again is not the same bytes. ' +
+      "In Express, use express.raw({ type: 'application/json' }) on this route instead of express.json().",
+  );
+}
+
+export function secretList(secrets: unknown): string[] {
+  const list = typeof secrets === 'string' ? [secrets] : Array.isArray(secrets) ? secrets : [];
+  if (list.length === 0 || list.some((s) => typeof s !== 'string' || s === ''))
+    throw new TypeError(
+      `verifyWebhook: secrets must be the webhook's secret (whsec_…) or a list of them; got ${secrets === undefined ? 'undefined (is the environment variable set?)' : typeof secrets}.`,
+    );
+  return list as string[];
+}
+
+/** `t=<unix seconds>,v1=<hex>[,v1=…]`; other schemes are ignored, so a future v2 does not break it. */
+function parseHeader(header: string): { timestamp: number; v1: Buffer[] } {
+  let timestamp: number | undefined;
+  const v1: Buffer[] = [];
+  for (const part of header.split(',')) {
+    const at = part.indexOf('=');
+    if (at < 1)
+      throw fail(
+        'malformed_header',
+        `Service-Signature has a part without a key=value form: '${part.trim().slice(0, 40)}'.`,
+      );
+    const key = part.slice(0, at).trim();
+    const value = part.slice(at + 1).trim();
+    if (key === 't') {
+      if (timestamp !== undefined) throw fail('malformed_header', 'Service-Signature has more than one t=.');
+      if (!/^\d{1,12}$/.test(value))
+        throw fail('malformed_header', 'Service-Signature t= is not a unix time in seconds.');
+      timestamp = Number(value);
+    } else if (key === 'v1') {
+      if (!/^[0-9a-f]{64}$/i.test(value))
+        throw fail('malformed_header', 'Service-Signature v1= is not 64 hex digits.');
+      v1.push(Buffer.from(value, 'hex'));
+    }
+  }
+  if (timestamp === undefined)
+    throw fail('malformed_header', 'Service-Signature has no t= (the time of the attempt).');
+  if (v1.length === 0) throw fail('malformed_header', 'Service-Signature has no v1= signature.');
+  return { timestamp, v1 };
+}
+
+function parseEvent(bytes: Buffer): Event {
+  let event: unknown;
+  try {
+    event = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw fail('invalid_body', 'The body is signed correctly but is not JSON.');
+  }
+  const e = event as Partial<Event> | null;
+  if (!e || e.object !== 'event' || typeof e.id !== 'string' || typeof e.type !== 'string')
+    throw fail('invalid_body', 'The body is signed correctly but is not an event record.');
+  return e as Event;
+}
+
+/**
+ * Checks a webhook delivery and returns its event, or throws a WebhookVerificationError whose
+ * `reason` names the check that failed. Pass the raw body, the request's headers and the
+ * webhook's secret; during a rotation pass both secrets. Comparisons are constant-time.
+ */
+export function verifyWebhook(
+  rawBody: string | Buffer | Uint8Array,
+  headers: HeadersLike,
+  secrets: string | readonly string[],
+  options: VerifyOptions = {},
+): Event {
+  const bytes = rawBytes(rawBody);
+  const keys = secretList(secrets);
+  const header = headerValue(headers, SIGNATURE_HEADER);
+  if (header === undefined || header.trim() === '')
+    throw fail(
+      'missing_header',
+      'No Service-Signature header: this request did not come from the trip service.',
+    );
+  const { timestamp, v1 } = parseHeader(header);
+  const tolerance = options.toleranceSeconds ?? 300;
+  const now = options.now ?? Math.floor(Date.now() / 1000);
+  if (now - timestamp > tolerance)
+    throw fail(
+      'timestamp_too_old',
+      `The signature's time is ${now - timestamp} s old, more than the ${tolerance} s allowed: a replay, or this machine's clock is wrong.`,
+    );
+  if (timestamp - now > tolerance)
+    throw fail(
+      'timestamp_in_future',
+      `The signature's time is ${timestamp - now} s ahead of this machine's clock, more than the ${tolerance} s allowed.`,
+    );
+  const expected = keys.map((key) => Buffer.from(signature(key, timestamp, bytes), 'hex'));
+  // Every pair is compared, matching or not, so the time taken does not tell which one matched.
+  let matched = false;
+  for (const given of v1) for (const wanted of expected) matched = timingSafeEqual(given, wanted) || matched;
+  if (!matched)
+    throw fail(
+      'no_matching_signature',
+      'No v1 signature matches this body with the given secret(s): a wrong secret, or a body changed on the way.',
+    );
+  return parseEvent(bytes);
+}
