@@ -148,8 +148,8 @@ function eventOf(event: Schema): string {
     .join('');
   return (
     `${doc(event.description, '')}export interface EventOf<T extends EventType> {\n${fields}}\n\n` +
-    `/** Any event: a union discriminated on \`type\`. */\n` +
-    `export type Event = { [T in EventType]: EventOf<T> }[EventType];\n\n`
+    `/** Any event, or with \`T\` one of those types: a union discriminated on \`type\`. */\n` +
+    `export type Event<T extends EventType = EventType> = { [K in T]: EventOf<K> }[T];\n\n`
   );
 }
 

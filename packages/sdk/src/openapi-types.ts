@@ -209,8 +209,8 @@ export interface EventOf<T extends EventType> {
   data: EventDataTypes[T];
 }
 
-/** Any event: a union discriminated on `type`. */
-export type Event = { [T in EventType]: EventOf<T> }[EventType];
+/** Any event, or with `T` one of those types: a union discriminated on `type`. */
+export type Event<T extends EventType = EventType> = { [K in T]: EventOf<K> }[T];
 
 /** The kind of object each event type concerns (`related_object.type`). */
 export interface EventObjectTypes {
