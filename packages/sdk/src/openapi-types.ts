@@ -2,8 +2,8 @@
 // test/types.test.ts fails when this file and the document disagree; `pnpm --filter @trips/sdk generate`
 // writes it again.
 
-/** An event type that carries no fields in `data`. */
-export type EmptyData = Record<string, never>;
+/** The data of an event type without fields: reading `data.from` on it does not type-check. */
+export type EmptyData = Record<never, never>;
 
 /** Status of a trip. */
 export type TripStatus = 'proposal' | 'planning' | 'confirmed' | 'active' | 'completed' | 'declined' | 'cancelled';
