@@ -69,7 +69,9 @@ function forwardUrl(value: string | undefined): string {
     );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new UsageError(`--forward-to must be http or https; got ${url.protocol}`);
+    throw new UsageError(
+      `--forward-to must be a full URL such as http://localhost:4000/webhooks; got '${value}'.`,
+    );
   return url.href;
 }
 
