@@ -15,7 +15,7 @@ import {
 } from '@trips/testkit';
 import { freePort, Replica } from '../system/cluster.ts';
 
-export const ALL_SCOPES = ['trips:read', 'payments:read', 'contacts:read', 'events:read'];
+const ALL_SCOPES = ['trips:read', 'payments:read', 'contacts:read', 'events:read'];
 
 export interface Stack {
   t: TestDatabase;
