@@ -21,7 +21,7 @@ const config: KnipConfig = {
     },
     'packages/sdk': {
       // package.json points at the built dist/; these are its sources, plus the build's scripts.
-      entry: ['src/index.ts', 'src/cli/main.ts', 'scripts/*.ts', 'test/**/*.test.ts'],
+      entry: ['src/index.ts', 'scripts/*.ts', 'test/**/*.test.ts'],
     },
     'services/*': {
       entry: ['test/**/*.test.ts'],
