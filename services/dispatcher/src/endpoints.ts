@@ -73,6 +73,12 @@ class Endpoint {
    * needs. Such an endpoint gets one slot until an answer arrives whole again.
    */
   private trickling = false;
+  /**
+   * Answers received (any status). A new endpoint starts with one slot, doubled with each answer up
+   * to the cap (slow start, as TCP's): a burst for an endpoint that never answers, or answers
+   * slowly, opens one connection instead of every slot's, each a TLS handshake.
+   */
+  private answered = 0;
   /** Running mean of attempt durations, ms; unknown until one finished. */
   private meanDurationMs: number | undefined;
   private readonly onRoom: () => void;
@@ -186,13 +192,14 @@ class Endpoint {
     } else if (!this.laneTurn) this.onRoom();
   }
 
-  /** Attempts that may run at once: one while the endpoint trickles its answers. */
+  /** Attempts that may run at once: one while the endpoint trickles its answers; see `answered`. */
   private get slots(): number {
-    return this.trickling ? 1 : this.concurrency;
+    return this.trickling ? 1 : Math.min(this.concurrency, 2 ** this.answered);
   }
 
   private observe(durationMs: number, result: AttemptResult): void {
     this.trickling = result.bodyCut === true;
+    if (result.statusCode !== null) this.answered++;
     this.meanDurationMs =
       this.meanDurationMs === undefined
         ? durationMs
@@ -237,9 +244,9 @@ export class Endpoints {
     return endpoint.run(send, inline);
   }
 
-  /** How many attempts to the webhook could start now (EndpointProtection). */
+  /** How many attempts to the webhook could start now (EndpointProtection): one, if it is new. */
   room(webhookId: string): number {
-    return this.byWebhook.get(webhookId)?.room ?? this.protection.concurrency;
+    return this.byWebhook.get(webhookId)?.room ?? 1;
   }
 
   /** Whether the webhook's breaker is open (no attempt until its trial). */

@@ -3,7 +3,8 @@ import { Endpoints, type GuardedResult } from '../src/endpoints.ts';
 
 // Per-endpoint protection (endpoints.ts), on its own: two slots, an endpoint slower than 100 ms
 // refuses inline attempts, an inline caller waits for a slot 150 ms at most, and a breaker that
-// opens after 4 attempts mostly failing and lets a trial through after 300 ms.
+// opens after 4 attempts mostly failing and lets a trial through after 300 ms. A new endpoint has
+// one slot until it has answered (slow start): tests of full slots let it answer once first.
 let endpoints: Endpoints;
 let roomFor: string[];
 
@@ -41,7 +42,56 @@ const trickled = async (): Promise<AttemptResult> => ({ ...result(), bodyCut: tr
 
 const deferred = (r: GuardedResult) => ('deferred' in r ? r.deferred : undefined);
 
+/** One answered attempt: the endpoint's slots are all open from then on (with two, 2 ** 1). */
+const answeredOnce = async (webhookId: string) => {
+  await endpoints.run(webhookId, answeringIn(0), false);
+  roomFor = [];
+};
+
+test('a new endpoint gets one attempt at a time, twice as many with each answer, up to its slots; no answer opens none', async () => {
+  const wide = new Endpoints({
+    concurrency: 8,
+    inlineMaxMs: 1_000,
+    inlineWaitMs: 0,
+    breaker: { errorThresholdPercentage: 50, volumeThreshold: 100, rollingWindowMs: 10_000, cooldownMs: 300 },
+  });
+  try {
+    const hung: (() => void)[] = [];
+    const hanging = () => new Promise<AttemptResult>((resolve) => hung.push(() => resolve(result())));
+    /** Starts attempts until one is refused; answers how many started. */
+    const fill = async (webhookId: string) => {
+      const running: Promise<GuardedResult>[] = [];
+      for (;;) {
+        const attempt = wide.run(webhookId, hanging, false);
+        const settled = await Promise.race([attempt, sleep(10).then(() => undefined)]);
+        if (settled && deferred(settled) === 'endpoint_busy') return running;
+        running.push(attempt);
+      }
+    };
+    const answerAll = async (running: Promise<GuardedResult>[]) => {
+      for (const answer of hung.splice(0)) answer();
+      await Promise.all(running);
+    };
+
+    expect(wide.room('whk_new')).toBe(1);
+    for (const slots of [1, 2, 8]) {
+      const running = await fill('whk_new');
+      expect(running).toHaveLength(slots);
+      await answerAll(running);
+    }
+    // 11 answers: the cap, no more.
+    expect(wide.room('whk_new')).toBe(8);
+
+    // An attempt that ends without an answer (a timeout, a refused connection) opens nothing.
+    await wide.run('whk_silent', async () => ({ ...result('timeout'), statusCode: null }), false);
+    expect(wide.room('whk_silent')).toBe(1);
+  } finally {
+    wide.close();
+  }
+});
+
 test('a lane attempt starts at once or is refused at once: it never waits for a slot', async () => {
+  await answeredOnce('whk_1');
   let release!: () => void;
   const hung = new Promise<AttemptResult>((resolve) => (release = () => resolve(result())));
   const running = [endpoints.run('whk_1', () => hung, true), endpoints.run('whk_1', () => hung, false)];
@@ -94,6 +144,7 @@ test('inline callers wait for a busy endpoint, in order; freed slots go to the l
 });
 
 test('an inline caller waits its longest, then is refused and leaves the line', async () => {
+  await answeredOnce('whk_1');
   let release!: () => void;
   const hung = new Promise<AttemptResult>((resolve) => (release = () => resolve(result())));
   const slots = [endpoints.run('whk_1', () => hung, true), endpoints.run('whk_1', () => hung, true)];
