@@ -100,7 +100,7 @@ async function main() {
   onCleanup(() =>
     deleteAmqpObjects({
       queues: queueNames(names),
-      exchanges: [names.eventsExchange],
+      exchanges: [names.eventsExchange, names.expressExchange],
     }),
   );
 

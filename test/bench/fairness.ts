@@ -193,7 +193,9 @@ async function deleteAmqp(prefix: string, names: Topology): Promise<void> {
   };
   await deleteAmqpObjects({
     queues: [...new Set([...queueNames(names), ...(await listed('list_queues'))])],
-    exchanges: [...new Set([names.eventsExchange, ...(await listed('list_exchanges'))])],
+    exchanges: [
+      ...new Set([names.eventsExchange, names.expressExchange, ...(await listed('list_exchanges'))]),
+    ],
   });
 }
 

@@ -193,7 +193,7 @@ async function main() {
   // The dispatcher's queues with its default delays, as it runs here.
   const names = topology(prefix, readConfig({}).policy.queueDelaysMs);
   const queues = queueNames(names);
-  onCleanup(() => deleteAmqpObjects({ queues, exchanges: [names.eventsExchange] }));
+  onCleanup(() => deleteAmqpObjects({ queues, exchanges: [names.eventsExchange, names.expressExchange] }));
 
   const receiver = startProcess(
     'receiver',

@@ -114,7 +114,7 @@ afterAll(async () => {
   await smtp?.close();
   await deleteAmqpObjects({
     queues: queueNames(topology(prefix, [1_000, 2_000])) /* RETRY_DELAYS */,
-    exchanges: [`${prefix}trips.events`],
+    exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`],
   }).catch((error) => console.error(error));
   await t?.drop();
 }, 120_000);

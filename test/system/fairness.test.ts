@@ -79,7 +79,7 @@ afterAll(async () => {
   await writer?.end();
   await deleteAmqpObjects({
     queues: queueNames(topology(prefix, readDispatcherConfig({}).policy.queueDelaysMs)),
-    exchanges: [`${prefix}trips.events`],
+    exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`],
   });
   await t?.drop();
 });

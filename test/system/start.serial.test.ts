@@ -27,7 +27,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await deleteAmqpObjects({
     queues: queueNames(topology(prefix, readConfig({}).policy.queueDelaysMs)),
-    exchanges: [`${prefix}trips.events`],
+    exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`],
   });
   await t.drop();
 });

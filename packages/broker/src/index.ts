@@ -5,6 +5,7 @@
 export {
   declareTopology,
   eventsExchangeName,
+  expressExchangeName,
   queueNames,
   QUEUE_LIMITS,
   topology,

@@ -4,6 +4,7 @@ import type { Channel } from 'amqplib';
  * The dispatcher's RabbitMQ topology, in one place:
  *
  *   trips.events (topic, the recorder's) ──#──► trips.dispatcher.events      fan-out: first attempts
+ *   trips.events.express (topic, the recorder's) ──#──► trips.dispatcher.events.express   the same, for quiet agencies
  *   trips.dispatcher.deliveries ◄── owners' redeliveries and test events ── (default exchange)
  *        │ attempt fails                                                   │ TTL expires: dead-lettered back
  *        └──► trips.dispatcher.retry.<delay>ms (one per distinct delay) ──┘
@@ -11,9 +12,11 @@ import type { Channel } from 'amqplib';
  *
  * The events queue is bounded (QUEUE_LIMITS): when it is full, RabbitMQ refuses the recorder's
  * publishes, and the events wait in Postgres, where the recorder takes every agency's oldest first.
- * So one agency's bulk import waits there, not in the queue ahead of everyone else's events. The
- * delay queues are bounded too, so a long outage's retries cannot fill the broker's memory: a
- * refused retry waits out its delay in its webhook's lane in Postgres (deliverer.ts).
+ * So one agency's bulk import waits there, not in the queue ahead of everyone else's events. Events
+ * of agencies without a backlog skip even that: the recorder publishes them to the express queue,
+ * which no import ever fills, and the dispatcher consumes both. The delay queues are bounded too,
+ * so a long outage's retries cannot fill the broker's memory: a refused retry waits out its delay
+ * in its webhook's lane in Postgres (deliverer.ts).
  *
  * Every queue is a durable quorum queue, so a RabbitMQ cluster replicates it. Dead-lettering uses the
  * at-least-once strategy, which needs reject-publish overflow: a message leaves a delay queue only
@@ -24,6 +27,9 @@ import type { Channel } from 'amqplib';
 export interface Topology {
   eventsExchange: string;
   eventsQueue: string;
+  /** Where the recorder publishes quiet agencies' events (its express.ts): never behind an import. */
+  expressExchange: string;
+  expressQueue: string;
   deliveriesQueue: string;
   parkedQueue: string;
   retryQueue(delayMs: number): string;
@@ -34,9 +40,9 @@ export interface Topology {
 
 export interface QueueLimits {
   /**
-   * Ready messages in the events queue: a new event waits behind about this many. A quorum queue
-   * takes a whole burst while it is under its bound, so it overshoots by one of the recorder's
-   * publish chunks at most (PUBLISH_CHUNK in the recorder's publisher.ts).
+   * Ready messages in the events queue, and in the express queue: a new event waits behind about
+   * this many. A quorum queue takes a whole burst while it is under its bound, so it overshoots by
+   * one of the recorder's publish chunks at most (PUBLISH_CHUNK in the recorder's publisher.ts).
    */
   events: number;
   /** Messages in each delay queue at most. */
@@ -59,12 +65,19 @@ export function eventsExchangeName(prefix: string): string {
   return `${prefix}trips.events`;
 }
 
+/** The events exchange's twin for quiet agencies' events, bound to the dispatcher's express queue. */
+export function expressExchangeName(prefix: string): string {
+  return `${prefix}trips.events.express`;
+}
+
 export function topology(prefix: string, delaysMs: number[], limits: QueueLimits = QUEUE_LIMITS): Topology {
   const base = `${prefix}trips.dispatcher`;
   return {
     limits,
     eventsExchange: eventsExchangeName(prefix),
     eventsQueue: `${base}.events`,
+    expressExchange: expressExchangeName(prefix),
+    expressQueue: `${base}.events.express`,
     deliveriesQueue: `${base}.deliveries`,
     parkedQueue: `${base}.parked`,
     retryQueue: (delayMs) => `${base}.retry.${delayMs}ms`,
@@ -94,6 +107,12 @@ export async function declareTopology(ch: Channel, t: Topology): Promise<void> {
     arguments: { ...parkOnFailure, 'x-max-length': t.limits.events },
   });
   await ch.bindQueue(t.eventsQueue, t.eventsExchange, '#');
+  await ch.assertExchange(t.expressExchange, 'topic', { durable: true });
+  await ch.assertQueue(t.expressQueue, {
+    durable: true,
+    arguments: { ...parkOnFailure, 'x-max-length': t.limits.events },
+  });
+  await ch.bindQueue(t.expressQueue, t.expressExchange, '#');
   await ch.assertQueue(t.deliveriesQueue, { durable: true, arguments: parkOnFailure });
   for (const delayMs of t.delaysMs) {
     await ch.assertQueue(t.retryQueue(delayMs), {
@@ -113,5 +132,5 @@ export async function declareTopology(ch: Channel, t: Topology): Promise<void> {
 
 /** Every queue name, for tests and tools that clean up. */
 export function queueNames(t: Topology): string[] {
-  return [t.eventsQueue, t.deliveriesQueue, t.parkedQueue, ...t.delaysMs.map(t.retryQueue)];
+  return [t.eventsQueue, t.expressQueue, t.deliveriesQueue, t.parkedQueue, ...t.delaysMs.map(t.retryQueue)];
 }

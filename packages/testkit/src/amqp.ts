@@ -31,12 +31,16 @@ export interface TestQueue {
 }
 
 /**
- * A durable queue bound to `exchange` (asserted as a durable topic exchange) that collects what
- * arrives. Durable so it survives a broker stop_app/start_app; it reconnects and resumes
- * consuming when its connection drops. `close()` deletes it; call it in afterAll.
+ * A durable queue bound to `exchange` (asserted as a durable topic exchange), or to each of several,
+ * that collects what arrives. Durable so it survives a broker stop_app/start_app; it reconnects and
+ * resumes consuming when its connection drops. `close()` deletes it; call it in afterAll.
  */
-export async function collectMessages(exchange: string, pattern = '#'): Promise<TestQueue> {
-  const name = `${exchange}.collect.${randomBytes(3).toString('hex')}`;
+export async function collectMessages(
+  exchange: string | readonly string[],
+  pattern = '#',
+): Promise<TestQueue> {
+  const exchanges = typeof exchange === 'string' ? [exchange] : exchange;
+  const name = `${exchanges[0]}.collect.${randomBytes(3).toString('hex')}`;
   const messages: ReceivedMessage[] = [];
   let closed = false;
   let connection: amqplib.ChannelModel | undefined;
@@ -48,9 +52,11 @@ export async function collectMessages(exchange: string, pattern = '#'): Promise<
       if (!closed) setTimeout(() => void reopen(), 250);
     });
     const ch = await conn.createChannel();
-    await ch.assertExchange(exchange, 'topic', { durable: true });
     await ch.assertQueue(name, { durable: true });
-    await ch.bindQueue(name, exchange, pattern);
+    for (const x of exchanges) {
+      await ch.assertExchange(x, 'topic', { durable: true });
+      await ch.bindQueue(name, x, pattern);
+    }
     await ch.consume(name, (msg) => {
       if (!msg) return;
       messages.push({
@@ -86,6 +92,14 @@ export async function collectMessages(exchange: string, pattern = '#'): Promise<
       await connection?.close().catch(() => {});
     },
   };
+}
+
+/**
+ * Collects every event the recorder of AMQP prefix `prefix` publishes: to the events exchange, and
+ * quiet agencies' to its express twin (@trips/broker's topology.ts).
+ */
+export function collectEvents(prefix: string): Promise<TestQueue> {
+  return collectMessages([`${prefix}trips.events`, `${prefix}trips.events.express`]);
 }
 
 /** One operation on a connection of its own (a long-lived one would not outlast another file's broker restart). */

@@ -81,7 +81,10 @@ afterAll(async () => {
   await dispatcher?.stop();
   await receiver?.close();
   const names = topology(prefix, [1000]);
-  await deleteAmqpObjects({ queues: queueNames(names), exchanges: [names.eventsExchange] });
+  await deleteAmqpObjects({
+    queues: queueNames(names),
+    exchanges: [names.eventsExchange, names.expressExchange],
+  });
   await t?.drop();
 });
 

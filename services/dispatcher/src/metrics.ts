@@ -56,12 +56,17 @@ export function dispatcherMetrics(
   });
   new Gauge({
     name: 'trips_queue_depth',
-    help: 'Messages ready in each of the dispatcher’s queues (events, deliveries, each retry delay, parked).',
+    help: 'Messages ready in each of the dispatcher’s queues (events, express, deliveries, each retry delay, parked).',
     labelNames: ['queue'] as const,
     registers,
     async collect() {
       const t = deps.topology;
-      const queues = { events: t.eventsQueue, deliveries: t.deliveriesQueue, parked: t.parkedQueue };
+      const queues = {
+        events: t.eventsQueue,
+        express: t.expressQueue,
+        deliveries: t.deliveriesQueue,
+        parked: t.parkedQueue,
+      };
       for (const delay of t.delaysMs) Object.assign(queues, { [`retry_${delay}ms`]: t.retryQueue(delay) });
       await Promise.all(
         Object.entries(queues).map(async ([label, name]) => {

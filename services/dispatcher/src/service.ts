@@ -10,7 +10,7 @@ import { pruneWebhookAttempts } from '@trips/db/webhook-attempts';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import type { DispatcherConfig } from './config.ts';
-import { Consumer, type Publisher } from './consumer.ts';
+import { Consumer, type Handler, type Publisher } from './consumer.ts';
 import { createDeliverer, type Deliverer, type Outcome } from './deliverer.ts';
 import { Sender } from './sender.ts';
 import { Endpoints, type EndpointProtection } from './endpoints.ts';
@@ -41,6 +41,12 @@ export interface DispatcherHooks {
  * well within it, and a message held that long still leaves the prefetch to everyone else.
  */
 const INLINE_MAX_MS = 1_000;
+
+/**
+ * Connections of the express queue's fan-out: its lookups, attempts and holds each run one batch
+ * at a time (batching.ts), so a few are all it uses.
+ */
+const EXPRESS_POOL_SIZE = 3;
 
 /** Deliveries claimed from one lane at once, at most: the per-webhook cap's worth (lanes.ts). */
 const claimSize = (config: DispatcherConfig) => config.endpointConcurrency;
@@ -83,23 +89,37 @@ export async function startDispatcherService(
   const lanes = createLanes(config, { store, endpoints }, logger);
   // Lane attempts hold no message: their retries go out on a confirm channel of their own.
   const laneChannel = new RecoveringChannel(connection, { name: 'lanes', setup: async () => {} }, logger);
-  const deliverer = createDeliverer({
-    store,
-    sender,
-    endpoints,
-    lanes,
-    policy: config.policy,
-    topology: names,
-    logger: logger.child({ component: 'deliverer' }),
-    onOutcome: (outcome, delivery) => {
-      metrics.observe(outcome);
-      hooks.onOutcome?.(outcome, delivery);
-    },
+  const delivererOn = (deliveryStore: DeliveryStore) =>
+    createDeliverer({
+      store: deliveryStore,
+      sender,
+      endpoints,
+      lanes,
+      policy: config.policy,
+      topology: names,
+      logger: logger.child({ component: 'deliverer' }),
+      onOutcome: (outcome, delivery) => {
+        metrics.observe(outcome);
+        hooks.onOutcome?.(outcome, delivery);
+      },
+    });
+  const deliverer = delivererOn(store);
+  // Quiet agencies' events have round trips and connections of their own: an import's batches of
+  // holds and attempts never stand between them and Postgres.
+  const expressDb: Kysely<Database> = createDb(config.databaseUrl, {
+    max: EXPRESS_POOL_SIZE,
+    applicationName: 'trips-dispatcher-express',
   });
-  const { fanOut, deliveries } = createConsumers(
+  const expressStore = new DeliveryStore(expressDb);
+  const { fanOut, express, deliveries } = createConsumers(
     connection,
     config,
-    { names, store, deliverer, postgresUp },
+    {
+      names,
+      postgresUp,
+      fanOut: { store, deliverer },
+      express: { store: expressStore, deliverer: delivererOn(expressStore) },
+    },
     logger,
   );
   const loops = createLoops(db, config, { mailer, metrics }, logger);
@@ -110,10 +130,10 @@ export async function startDispatcherService(
   const health: Server = await startHealthServer(config.healthPort, {
     metrics: registry,
     live: () => true,
-    ready: async () => (await postgresUp()) && fanOut.connected && deliveries.connected,
+    ready: async () => (await postgresUp()) && fanOut.connected && express.connected && deliveries.connected,
   });
   logger.info({ healthPort: portOf(health) }, 'health port open');
-  await Promise.all([fanOut.ready(), deliveries.ready()]);
+  await Promise.all([fanOut.ready(), express.ready(), deliveries.ready()]);
   lanes.start(deliverer, laneRetryPublisher(laneChannel));
   loops.mail.start();
   loops.switchOff.start();
@@ -126,7 +146,7 @@ export async function startDispatcherService(
       // Consumers first: they stop taking messages and finish the attempts in flight, which still
       // need the channel (to ack, to queue retries) and the pool (to record attempts). The loops
       // next, each finishing its round; then the connections they all used.
-      await Promise.all([fanOut.stop(), deliveries.stop(), lanes.stop()]);
+      await Promise.all([fanOut.stop(), express.stop(), deliveries.stop(), lanes.stop()]);
       await laneChannel.close();
       // The mailer before its loop: a send hanging on a silent mail server would hold the loop's
       // round past the stop deadline; closed, it ends now and gives its notice back at once.
@@ -137,7 +157,7 @@ export async function startDispatcherService(
       endpoints.close();
       sender.close();
       await new Promise((resolve) => health.close(resolve));
-      await db.destroy();
+      await Promise.all([db.destroy(), expressDb.destroy()]);
       logger.info('dispatcher stopped');
     },
   };
@@ -198,41 +218,47 @@ function createLanes(
 }
 
 /**
- * Both consumers attempt deliveries when the webhook has room, and hold them in its lane when not:
- * fan-out the first attempt of each, the deliveries queue the retries.
+ * The consumers attempt deliveries when the webhook has room, and hold them in its lane when not:
+ * fan-out (of the events queue, and of the express queue for quiet agencies) the first attempt of
+ * each, the deliveries queue the retries.
  */
 function createConsumers(
   connection: AmqpConnectionManager,
   config: DispatcherConfig,
-  deps: { names: Topology; store: DeliveryStore; deliverer: Deliverer; postgresUp: () => Promise<boolean> },
+  deps: {
+    names: Topology;
+    postgresUp: () => Promise<boolean>;
+    fanOut: { store: DeliveryStore; deliverer: Deliverer };
+    express: { store: DeliveryStore; deliverer: Deliverer };
+  },
   logger: Logger,
 ) {
-  const { names, store, deliverer, postgresUp } = deps;
-  const fanOut = new Consumer(
-    connection,
-    {
-      name: 'fan-out',
-      queue: names.eventsQueue,
-      prefetch: config.prefetch,
-      setup: (ch) => declareTopology(ch, names),
-      handle: fanOutHandler({ store, deliverer, logger: logger.child({ component: 'fan-out' }) }),
-      dependenciesUp: postgresUp,
-    },
-    logger,
-  );
-  const deliveries = new Consumer(
-    connection,
-    {
-      name: 'deliveries',
-      queue: names.deliveriesQueue,
-      prefetch: config.prefetch,
-      setup: (ch) => declareTopology(ch, names),
-      handle: (message, publisher) => deliverer.handle(message, publisher),
-      dependenciesUp: postgresUp,
-    },
-    logger,
-  );
-  return { fanOut, deliveries };
+  const { names, postgresUp } = deps;
+  const consumer = (name: string, queue: string, handle: Handler) =>
+    new Consumer(
+      connection,
+      {
+        name,
+        queue,
+        prefetch: config.prefetch,
+        setup: (ch) => declareTopology(ch, names),
+        handle,
+        dependenciesUp: postgresUp,
+      },
+      logger,
+    );
+  const fanOutLogger = logger.child({ component: 'fan-out' });
+  return {
+    fanOut: consumer('fan-out', names.eventsQueue, fanOutHandler({ ...deps.fanOut, logger: fanOutLogger })),
+    express: consumer(
+      'express',
+      names.expressQueue,
+      fanOutHandler({ ...deps.express, logger: fanOutLogger }),
+    ),
+    deliveries: consumer('deliveries', names.deliveriesQueue, (message, publisher) =>
+      deps.fanOut.deliverer.handle(message, publisher),
+    ),
+  };
 }
 
 /** The loops beside the consumers: owners' notices by mail, the switch-off rules, the attempts' pruning. */

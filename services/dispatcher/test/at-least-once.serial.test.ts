@@ -43,7 +43,7 @@ afterAll(async () => {
   await deleteAmqpObjects({
     // WEBHOOK_RETRY_DELAYS as set below.
     queues: queueNames(topology(prefix, readConfig({ WEBHOOK_RETRY_DELAYS: '500ms' }).policy.queueDelaysMs)),
-    exchanges: [`${prefix}trips.events`],
+    exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`],
   });
   await t.drop();
 });

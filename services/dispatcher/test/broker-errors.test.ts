@@ -57,7 +57,7 @@ describe('a queue that exists with other arguments', () => {
     service?.child.kill('SIGKILL');
     await deleteAmqpObjects({
       queues: queueNames(topology(prefix, readConfig({}).policy.queueDelaysMs)),
-      exchanges: [`${prefix}trips.events`],
+      exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`],
     });
     await t.drop();
   });

@@ -107,7 +107,10 @@ export async function startTestDispatcher(
       await stop();
       await connection.close().catch(() => {});
       if (replicaOf) return; // the first replica owns the database and queues
-      await deleteAmqpObjects({ queues: queueNames(names), exchanges: [names.eventsExchange] });
+      await deleteAmqpObjects({
+        queues: queueNames(names),
+        exchanges: [names.eventsExchange, names.expressExchange],
+      });
       await database.drop();
     },
   };

@@ -23,6 +23,8 @@ const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const t = await createTestDatabase();
 const prefix = randomAmqpPrefix();
 const exchange = `${prefix}trips.events`;
+/** Where the recorder publishes a quiet agency's events (its express.ts): the consumer takes both. */
+const expressExchange = `${prefix}trips.events.express`;
 await sql`INSERT INTO agencies (id, name) VALUES ('agy_bench', 'Bench')`.execute(t.db);
 
 // Consumer: records when each trip's event arrives.
@@ -32,6 +34,8 @@ await ch.assertExchange(exchange, 'topic', { durable: true });
 const queueName = `${prefix}bench`;
 await ch.assertQueue(queueName, { durable: true });
 await ch.bindQueue(queueName, exchange, '#');
+await ch.assertExchange(expressExchange, 'topic', { durable: true });
+await ch.bindQueue(queueName, expressExchange, '#');
 const arrived = new Map<string, number>();
 await ch.consume(
   queueName,
@@ -173,7 +177,7 @@ await confirm.waitForConfirms();
 const barePerSec = stormIds.length / secs(performance.now() - bareStart);
 
 await conn.close();
-await deleteAmqpObjects({ queues: [queueName, bareQueue], exchanges: [exchange] });
+await deleteAmqpObjects({ queues: [queueName, bareQueue], exchanges: [exchange, expressExchange] });
 await t.drop();
 
 const r = (n: number) => Math.round(n);

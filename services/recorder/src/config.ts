@@ -1,4 +1,4 @@
-import { eventsExchangeName } from '@trips/broker';
+import { eventsExchangeName, expressExchangeName } from '@trips/broker';
 import { EnvReader, readCommonConfig } from '@trips/runtime';
 
 /**
@@ -52,4 +52,9 @@ export type RecorderConfig = ReturnType<typeof readConfig>;
 /** The durable topic exchange events are published to; routing key = event type. */
 export function eventsExchange(config: Pick<RecorderConfig, 'amqpPrefix'>): string {
   return eventsExchangeName(config.amqpPrefix);
+}
+
+/** Its twin for quiet agencies' events (express.ts); routing key = event type too. */
+export function expressExchange(config: Pick<RecorderConfig, 'amqpPrefix'>): string {
+  return expressExchangeName(config.amqpPrefix);
 }

@@ -7,6 +7,7 @@ import { tryPublishLock } from '@trips/db/advisory-locks';
 import { hasUnpublishedEvents, markPublished, takeUnpublished, type StoredEvent } from '@trips/db/events';
 import { atMostEvery, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
+import { quietAgencyEvents } from './express.ts';
 import { toMessage } from './message.ts';
 
 /** How long the publisher waits before trying again events that no queue took. */
@@ -35,6 +36,8 @@ export const CALM_PUBLISH_CHUNK = 80;
 
 export interface PublisherOptions {
   exchange: string;
+  /** Where quiet agencies' events go (express.ts), bound to the dispatcher's express queue. */
+  expressExchange: string;
   batchSize: number;
   publishTimeoutMs: number;
 }
@@ -58,7 +61,9 @@ export interface PublisherOptions {
  * not a whole batch's. The batch is taken round-robin across agencies
  * (takeUnpublished), so room goes to every agency's oldest event first: a bulk import waits here,
  * not in the queue ahead of other agencies' events. Confirmed events are marked published even
- * when others of their batch were refused.
+ * when others of their batch were refused. The events of quiet agencies (express.ts) go first, to
+ * the express exchange and the dispatcher's express queue, which no import fills: behind no
+ * one's import at all.
  *
  * The bound is soft by up to a batch: a quorum queue finds itself full only after the enqueue that
  * overfills it, then tells the publishing channels, which refuse from then on, until it tells them
@@ -110,6 +115,7 @@ export class Publisher {
             if (id) this.returned.add(id);
           });
           await ch.assertExchange(options.exchange, 'topic', { durable: true });
+          await ch.assertExchange(options.expressExchange, 'topic', { durable: true });
         },
       },
       logger,
@@ -133,11 +139,14 @@ export class Publisher {
     if (!(await hasUnpublishedEvents(this.db))) return 0;
     return this.db.transaction().execute(async (trx) => {
       if (!(await tryPublishLock(trx))) return 0;
-      const events = await takeUnpublished(trx, this.window);
+      const taken = await takeUnpublished(trx, this.window);
+      // Quiet agencies' events first, to the express queue: they never wait behind an import.
+      const express = quietAgencyEvents(taken, this.window);
+      const events = [...taken.filter((e) => express.has(e)), ...taken.filter((e) => !express.has(e))];
       this.returned.clear();
       const publish = (e: StoredEvent) =>
         this.channel.wrapper.publish(
-          this.options.exchange,
+          express.has(e) ? this.options.expressExchange : this.options.exchange,
           e.type,
           Buffer.from(JSON.stringify(toMessage(e))),
           { ...eventMessageProperties(e), mandatory: true, timeout: this.options.publishTimeoutMs },

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { connectBroker } from '@trips/broker/connect';
 import { createDb, pingDatabase, type Database } from '@trips/db';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
-import { eventsExchange, type RecorderConfig } from './config.ts';
+import { eventsExchange, expressExchange, type RecorderConfig } from './config.ts';
 import { recorderMetrics } from './metrics.ts';
 import { Publisher, REFUSED_RETRY_MS } from './publisher.ts';
 import { Recorder } from './recorder.ts';
@@ -26,7 +26,12 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
   const publisher = new Publisher(
     db,
     connection,
-    { exchange, batchSize: config.batchSize, publishTimeoutMs: config.publishTimeoutMs },
+    {
+      exchange,
+      expressExchange: expressExchange(config),
+      batchSize: config.batchSize,
+      publishTimeoutMs: config.publishTimeoutMs,
+    },
     logger.child({ component: 'publisher' }),
   );
   await recorder.maintain();

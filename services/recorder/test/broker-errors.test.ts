@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import {
   amqpUrl,
-  collectMessages,
+  collectEvents,
   createTestDatabase,
   deleteAmqpObjects,
   onAmqpChannel,
@@ -32,7 +32,7 @@ beforeAll(async () => {
 afterAll(async () => {
   service?.child.kill('SIGKILL');
   await queue?.close();
-  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`] });
+  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`] });
   await t.drop();
 });
 
@@ -66,8 +66,9 @@ test('an exchange of another type: the recorder logs the refusal, stays up, and 
     `INSERT INTO trips (id, agency_id, title, num_days) VALUES ('trp_b1', 'agy_B', 'T', 3)`,
   );
   await onAmqpChannel((ch) => ch.deleteExchange(exchange));
-  // Declares the topic exchange too, with a queue bound to it, so the recorder's publish is routed.
-  queue = await collectMessages(exchange);
+  // Declares the topic exchange too, with a queue bound to it (and to the express exchange: agy_B
+  // is quiet), so the recorder's publish is routed.
+  queue = await collectEvents(prefix);
   await waitFor(
     () => running.exitCode !== undefined || queue!.messages.some((m) => m.type === 'trip.created'),
     {

@@ -1,6 +1,6 @@
 import {
   amqpUrl,
-  collectMessages,
+  collectEvents,
   createTestDatabase,
   deleteAmqpObjects,
   randomAmqpPrefix,
@@ -23,7 +23,7 @@ let service: RecorderService;
 beforeAll(async () => {
   t = await createTestDatabase();
   prefix = randomAmqpPrefix();
-  queue = await collectMessages(`${prefix}trips.events`);
+  queue = await collectEvents(prefix);
   await hostWrite(t.db, `INSERT INTO agencies (id, name) VALUES ('agy_B', 'Broker')`);
   service = await startRecorderService(
     readConfig({
@@ -39,7 +39,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await service.stop();
   await queue.close();
-  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`] });
+  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`] });
   await t.drop();
 });
 

@@ -1,6 +1,6 @@
 import {
   amqpUrl,
-  collectMessages,
+  collectEvents,
   createTestDatabase,
   deleteAmqpObjects,
   randomAmqpPrefix,
@@ -20,7 +20,7 @@ beforeAll(async () => {
   t = await createTestDatabase();
   prefix = randomAmqpPrefix();
   // A queue bound to the exchange, as the dispatcher's is: unroutable events stay unpublished.
-  queue = await collectMessages(`${prefix}trips.events`);
+  queue = await collectEvents(prefix);
   service = await startRecorderService(
     readConfig({ DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_PREFIX: prefix, RECORDER_HEALTH_PORT: '0' }),
     silent,
@@ -29,7 +29,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await service.stop();
   await queue.close();
-  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`] });
+  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`] });
   await t.drop();
 });
 

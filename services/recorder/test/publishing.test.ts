@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
   amqpUrl,
-  collectMessages,
+  collectEvents,
   createTestDatabase,
   deleteAmqpObjects,
   randomAmqpPrefix,
@@ -33,13 +33,13 @@ const env = () => ({
 beforeAll(async () => {
   t = await createTestDatabase();
   prefix = randomAmqpPrefix();
-  queue = await collectMessages(`${prefix}trips.events`);
+  queue = await collectEvents(prefix);
   await hostWrite(t.db, `INSERT INTO agencies (id, name) VALUES ('agy_P', 'Publishing')`);
 });
 afterAll(async () => {
   await service?.stop();
   await queue.close();
-  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`] });
+  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`] });
   await t.drop();
 });
 
@@ -159,7 +159,7 @@ test('an event no queue takes stays unpublished until a queue is bound, then arr
     await new Promise((resolve) => setTimeout(resolve, 2.5 * UNROUTABLE_RETRY_MS));
     expect(await unpublished()).toBeDefined();
 
-    const late = await collectMessages(`${alone}trips.events`);
+    const late = await collectEvents(alone);
     try {
       await waitFor(() => late.messages.some((m) => m.messageId === event.id), { what: 'the late message' });
       await waitFor(async () => (await unpublished()) === undefined, { what: 'marked published' });
@@ -168,7 +168,7 @@ test('an event no queue takes stays unpublished until a queue is bound, then arr
     }
   } finally {
     await lonely.stop();
-    await deleteAmqpObjects({ exchanges: [`${alone}trips.events`] });
+    await deleteAmqpObjects({ exchanges: [`${alone}trips.events`, `${alone}trips.events.express`] });
   }
 });
 

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import {
   amqpUrl,
-  collectMessages,
+  collectEvents,
   createTestDatabase,
   deleteAmqpObjects,
   randomAmqpPrefix,
@@ -29,13 +29,13 @@ const children = new Set<ChildProcess>();
 beforeAll(async () => {
   t = await createTestDatabase();
   prefix = randomAmqpPrefix();
-  queue = await collectMessages(`${prefix}trips.events`);
+  queue = await collectEvents(prefix);
   await hostWrite(t.db, `INSERT INTO agencies (id, name) VALUES ('agy_R', 'Replicas')`);
 });
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
   await queue.close();
-  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`] });
+  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`] });
   await t.drop();
 });
 
