@@ -18,7 +18,11 @@ import type { DeliveryStore } from './store.ts';
  * and every held delivery committed: a crash in between attempts it again for every webhook, and
  * the receivers dedupe by event id (spec 6.5).
  */
-export function fanOutHandler(deps: { store: DeliveryStore; deliverer: Deliverer; logger: Logger }) {
+export function fanOutHandler(deps: {
+  store: Pick<DeliveryStore, 'subscribed'>;
+  deliverer: Deliverer;
+  logger: Logger;
+}) {
   const { store, deliverer, logger } = deps;
   return async (message: ConsumeMessage, publisher: Publisher): Promise<Disposition> => {
     const body = parseContent(message);

@@ -42,11 +42,8 @@ export interface DispatcherHooks {
  */
 const INLINE_MAX_MS = 1_000;
 
-/**
- * Connections of the express queue's fan-out: its lookups, attempts and holds each run one batch
- * at a time (batching.ts), so a few are all it uses.
- */
-const EXPRESS_POOL_SIZE = 3;
+/** Connections of the express queue's lookups, which run one batch at a time (batching.ts). */
+const EXPRESS_POOL_SIZE = 2;
 
 /** Deliveries claimed from one lane at once, at most: the per-webhook cap's worth (lanes.ts). */
 const claimSize = (config: DispatcherConfig) => config.endpointConcurrency;
@@ -89,37 +86,30 @@ export async function startDispatcherService(
   const lanes = createLanes(config, { store, endpoints }, logger);
   // Lane attempts hold no message: their retries go out on a confirm channel of their own.
   const laneChannel = new RecoveringChannel(connection, { name: 'lanes', setup: async () => {} }, logger);
-  const delivererOn = (deliveryStore: DeliveryStore) =>
-    createDeliverer({
-      store: deliveryStore,
-      sender,
-      endpoints,
-      lanes,
-      policy: config.policy,
-      topology: names,
-      logger: logger.child({ component: 'deliverer' }),
-      onOutcome: (outcome, delivery) => {
-        metrics.observe(outcome);
-        hooks.onOutcome?.(outcome, delivery);
-      },
-    });
-  const deliverer = delivererOn(store);
-  // Quiet agencies' events have round trips and connections of their own: an import's batches of
-  // holds and attempts never stand between them and Postgres.
+  const deliverer = createDeliverer({
+    store,
+    sender,
+    endpoints,
+    lanes,
+    policy: config.policy,
+    topology: names,
+    logger: logger.child({ component: 'deliverer' }),
+    onOutcome: (outcome, delivery) => {
+      metrics.observe(outcome);
+      hooks.onOutcome?.(outcome, delivery);
+    },
+  });
+  // Quiet agencies' events look up their webhooks on connections and in batches of their own: an
+  // import's lookups, in a busy Postgres, never stand in front of them. Attempts are recorded in
+  // one pipeline per process, as two would wait on each other's lock of the webhook's row.
   const expressDb: Kysely<Database> = createDb(config.databaseUrl, {
     max: EXPRESS_POOL_SIZE,
     applicationName: 'trips-dispatcher-express',
   });
-  const expressStore = new DeliveryStore(expressDb);
   const { fanOut, express, deliveries } = createConsumers(
     connection,
     config,
-    {
-      names,
-      postgresUp,
-      fanOut: { store, deliverer },
-      express: { store: expressStore, deliverer: delivererOn(expressStore) },
-    },
+    { names, postgresUp, deliverer, lookups: { fanOut: store, express: new DeliveryStore(expressDb) } },
     logger,
   );
   const loops = createLoops(db, config, { mailer, metrics }, logger);
@@ -228,12 +218,13 @@ function createConsumers(
   deps: {
     names: Topology;
     postgresUp: () => Promise<boolean>;
-    fanOut: { store: DeliveryStore; deliverer: Deliverer };
-    express: { store: DeliveryStore; deliverer: Deliverer };
+    deliverer: Deliverer;
+    /** Where each fan-out reads the subscribed webhooks. */
+    lookups: { fanOut: DeliveryStore; express: DeliveryStore };
   },
   logger: Logger,
 ) {
-  const { names, postgresUp } = deps;
+  const { names, postgresUp, deliverer, lookups } = deps;
   const consumer = (name: string, queue: string, handle: Handler) =>
     new Consumer(
       connection,
@@ -248,15 +239,12 @@ function createConsumers(
       logger,
     );
   const fanOutLogger = logger.child({ component: 'fan-out' });
+  const fanOutOf = (store: DeliveryStore) => fanOutHandler({ store, deliverer, logger: fanOutLogger });
   return {
-    fanOut: consumer('fan-out', names.eventsQueue, fanOutHandler({ ...deps.fanOut, logger: fanOutLogger })),
-    express: consumer(
-      'express',
-      names.expressQueue,
-      fanOutHandler({ ...deps.express, logger: fanOutLogger }),
-    ),
+    fanOut: consumer('fan-out', names.eventsQueue, fanOutOf(lookups.fanOut)),
+    express: consumer('express', names.expressQueue, fanOutOf(lookups.express)),
     deliveries: consumer('deliveries', names.deliveriesQueue, (message, publisher) =>
-      deps.fanOut.deliverer.handle(message, publisher),
+      deliverer.handle(message, publisher),
     ),
   };
 }
