@@ -11,6 +11,13 @@ export {
 } from './errors.ts';
 export type { ConsumeOptions, CursorExpired } from './consumer.ts';
 export { fileCursorStore, type CursorStore } from './cursor-store.ts';
+export { memoryDedupe, type DedupeStore } from './dedupe.ts';
+export {
+  createEventStream,
+  type EventSource,
+  type EventStream,
+  type EventStreamOptions,
+} from './event-stream.ts';
 export { verifyWebhook, type VerifyOptions } from './webhooks/verify.ts';
 export { signWebhookForTest, type SignedDelivery } from './webhooks/sign.ts';
 export { createWebhookHandler, type WebhookHandlerOptions } from './webhooks/handler.ts';
