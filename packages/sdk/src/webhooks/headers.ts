@@ -8,6 +8,9 @@ export function headerValue(headers: HeadersLike, name: string): string | undefi
   if (typeof (headers as { get?: unknown }).get === 'function')
     return (headers as { get(name: string): string | null }).get(name) ?? undefined;
   const lower = name.toLowerCase();
+  // node:http gives names in lower case: one lookup finds the header without walking them all.
+  const direct = (headers as Record<string, string | readonly string[] | undefined>)[lower];
+  if (typeof direct === 'string') return direct;
   for (const [key, value] of Object.entries(headers)) {
     if (key.toLowerCase() !== lower || value === undefined) continue;
     return typeof value === 'string' ? value : (value as readonly string[]).join(',');

@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { WebhookVerificationError } from '../errors.ts';
 import type { Event } from '../openapi-types.ts';
 import { headerValue, type HeadersLike } from './headers.ts';
-import { SIGNATURE_HEADER, signature } from './sign.ts';
+import { SIGNATURE_HEADER, signatureBytes } from './sign.ts';
 
 export interface VerifyOptions {
   /** How far `t` may be from this machine's clock, either way. Default 300 s (D7). */
@@ -16,6 +16,7 @@ const fail = (reason: ConstructorParameters<typeof WebhookVerificationError>[0],
 
 function rawBytes(rawBody: unknown): Buffer {
   if (typeof rawBody === 'string') return Buffer.from(rawBody, 'utf8');
+  if (Buffer.isBuffer(rawBody)) return rawBody;
   if (rawBody instanceof Uint8Array)
     return Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength);
   const got =
@@ -112,7 +113,7 @@ export function verifyWebhook(
       'timestamp_in_future',
       `The signature's time is ${timestamp - now} s ahead of this machine's clock, more than the ${tolerance} s allowed.`,
     );
-  const expected = keys.map((key) => Buffer.from(signature(key, timestamp, bytes), 'hex'));
+  const expected = keys.map((key) => signatureBytes(key, timestamp, bytes));
   // Every pair is compared, matching or not, so the time taken does not tell which one matched.
   let matched = false;
   for (const given of v1) for (const wanted of expected) matched = timingSafeEqual(given, wanted) || matched;
