@@ -12,7 +12,7 @@ export function signatureBytes(secret: string, timestamp: number, body: string |
 }
 
 /** The same signature in hex, as the header's `v1=` carries it. */
-export function signature(secret: string, timestamp: number, body: string | Uint8Array): string {
+function signature(secret: string, timestamp: number, body: string | Uint8Array): string {
   return signatureBytes(secret, timestamp, body).toString('hex');
 }
 
