@@ -77,8 +77,15 @@ export default tseslint.config(
     },
   },
   {
-    // CLIs, scripts, benchmarks and tests talk to a terminal on purpose.
-    files: ['packages/tripctl/**', 'scripts/**', 'test/**', '**/test/**', 'packages/testkit/**'],
+    // CLIs, scripts, benchmarks, tests and the SDK's examples talk to a terminal on purpose.
+    files: [
+      'packages/tripctl/**',
+      'scripts/**',
+      'test/**',
+      '**/test/**',
+      'packages/testkit/**',
+      'examples/**',
+    ],
     rules: { 'no-console': 'off' },
   },
   {
