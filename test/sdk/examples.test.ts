@@ -107,7 +107,7 @@ test('receiver-express: deliveries from `trips listen` verified, each event hand
   const forged = signWebhookForTest(event, 'whsec_someone_else');
   const res = await fetch(`http://127.0.0.1:${port}/webhooks`, { method: 'POST', ...forged });
   expect(res.status).toBe(400);
-  expect((await res.json()).error.reason).toBe('no_matching_signature');
+  expect(((await res.json()) as any).error.reason).toBe('no_matching_signature');
 
   expect(await listen.stop()).toBe(0);
   expect(await receiver.stop()).toBe(0);
