@@ -80,7 +80,10 @@ export async function startStack(
     for (const replica of replicas.reverse()) await replica.stop(5_000).catch(() => replica.cleanup());
     for (const replica of replicas) await replica.cleanup();
     const names = topology(prefix, [1_000, 2_000]);
-    await deleteAmqpObjects({ queues: queueNames(names), exchanges: [names.eventsExchange] });
+    await deleteAmqpObjects({
+      queues: queueNames(names),
+      exchanges: [names.eventsExchange, names.expressExchange],
+    });
     await t.drop();
   };
   try {
