@@ -82,6 +82,8 @@ test('a missing header, and each way of a malformed one, have their own reasons'
     `t=${now}`, // no v1
     `t=${now},v1=${sig.slice(1)}`, // 63 digits
     `t=${now},v1=${'z'.repeat(64)}`,
+    `t=${now},v1=${sig.slice(0, 40)}x${sig.slice(41)}`, // 64 characters, one not hex
+    `t=${now},v1=${sig}0`, // 65 digits
   ]) {
     expect({
       header,
