@@ -31,9 +31,18 @@ export function preparedName(text: string): string | undefined {
 type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown;
 
 /**
+ * Several statements in one text (a script, ../script.ts) answer one result each, which pg gives
+ * as an array; kysely reads `rows` of one result. So a script answers one row per statement,
+ * holding that statement's rows.
+ */
+function scriptResult(results: pg.QueryResult[]): Pick<pg.QueryResult, 'command' | 'rowCount' | 'rows'> {
+  return { command: 'SCRIPT', rowCount: null, rows: results.map((r) => r.rows) };
+}
+
+/**
  * How this client sends `query(text, values)`, the form kysely uses; calls with a callback or a
  * config object go to pg unchanged (a caller may reuse its config, and pg would store a callback
- * on it). Two changes, each measured (the figures: docs/benchmarks/dispatcher.md and api.md):
+ * on it). Three changes, the first two measured (the figures: docs/benchmarks/dispatcher.md and api.md):
  *
  * - **Marked statements are prepared**, named by `preparedName`: Postgres parses and plans them
  *   once per connection instead of on every call. For the dispatcher's batched statements that
@@ -47,6 +56,7 @@ type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown;
  *   and mark-compacts that followed were the slow episodes of the paced p99 (api.md, "Run after
  *   the changes below", step 4). Through the callback form nothing is left behind. Like pg, a
  *   failure's stack is captured anew so it does not end in the socket's read callback.
+ * - **A script answers each statement's rows** (scriptResult), where kysely would see none.
  */
 export function sendQueriesLean(client: pg.PoolClient): void {
   const query = client.query.bind(client) as Query;
@@ -56,8 +66,8 @@ export function sendQueriesLean(client: pg.PoolClient): void {
     }
     const name = preparedName(config);
     return new Promise((resolve, reject) => {
-      const answered = (error: Error | null, result: pg.QueryResult) => {
-        if (!error) return resolve(result);
+      const answered = (error: Error | null, result: pg.QueryResult | pg.QueryResult[]) => {
+        if (!error) return resolve(Array.isArray(result) ? scriptResult(result) : result);
         Error.captureStackTrace(error);
         reject(error);
       };
