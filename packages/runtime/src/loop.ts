@@ -3,7 +3,7 @@ import type { Logger } from './logger.ts';
 /**
  * Runs `work` again and again: at once while it finds something to do, after `idleMs` when it
  * finds nothing, after a growing back-off (up to 5 s) when it fails. `kick()` ends an idle wait
- * early. `stop()` lets the current round finish (the current batch commits or rolls back whole)
+ * early, or makes the round running now be followed at once by another. `stop()` lets the current round finish (the current batch commits or rolls back whole)
  * and resolves once it has.
  */
 export class Loop {
@@ -13,6 +13,8 @@ export class Loop {
   private readonly logger: Logger;
   private stopping = false;
   private wake: (() => void) | undefined;
+  /** kick() came while a round ran. */
+  private kicked = false;
   private running: Promise<void> | undefined;
   /** Time of the last round that finished without error: /healthz reports a stuck loop. */
   lastSuccessAt = Date.now();
@@ -28,8 +30,10 @@ export class Loop {
     this.running ??= this.run();
   }
 
+  /** Runs the next round now: ends an idle wait, or, during a round, skips the wait after it. */
   kick(): void {
-    this.wake?.();
+    if (this.wake) this.wake();
+    else this.kicked = true;
   }
 
   async stop(): Promise<void> {
@@ -52,6 +56,10 @@ export class Loop {
         delay = Math.min(5_000, 100 * 2 ** Math.min(failures, 6));
         this.logger.error({ err: error, loop: this.name, failures, retryInMs: delay }, 'round failed');
       }
+      // A kick during the round asked for another at once: what it announced may have come too
+      // late for this round to see.
+      if (this.kicked && failures === 0) delay = 0;
+      this.kicked = false;
       if (delay > 0 && !this.stopping) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, delay);

@@ -4,7 +4,14 @@ import type { ConfirmChannel, Message } from 'amqplib';
 import { eventMessageProperties } from '@trips/broker';
 import type { Database } from '@trips/db';
 import { tryPublishLock } from '@trips/db/advisory-locks';
-import { hasUnpublishedEvents, markPublished, takeUnpublished, type StoredEvent } from '@trips/db/events';
+import {
+  hasUnpublishedEvents,
+  markPublished,
+  takeUnpublished,
+  unpublishedHead,
+  type StoredEvent,
+} from '@trips/db/events';
+import { begin, commit, rollback, runScript } from '@trips/db/script';
 import { atMostEvery, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import { quietAgencyEvents } from './express.ts';
@@ -93,6 +100,10 @@ export class Publisher {
   private window: number;
   /** The last batch was refused whole: the queue is full, the next round is due in REFUSED_RETRY_MS. */
   private full = false;
+  /** See moreWaiting. */
+  private more = false;
+  /** The next batch skips asking whether any event waits (expect()). */
+  private expecting = false;
 
   constructor(
     db: Kysely<Database>,
@@ -132,65 +143,101 @@ export class Publisher {
     return this.full;
   }
 
-  /** Publishes one batch; answers how many events a queue took (0 when idle or not the publisher). */
+  /** Events were just recorded: the next batch need not ask whether any wait. */
+  expect(): void {
+    this.expecting = true;
+  }
+
+  /**
+   * Whether events are likely still waiting after the last batch: it was full, or the queue
+   * refused some. Then the next batch may go at once; otherwise it waits for the next recording.
+   */
+  get moreWaiting(): boolean {
+    return this.more;
+  }
+
+  /**
+   * Publishes one batch; answers how many events a queue took (0 when idle or not the publisher).
+   * Two round trips to Postgres, each a script (@trips/db/script): one opens the transaction,
+   * tries the lock and reads the head of events_unpublished; the other forgets what RabbitMQ
+   * confirmed and commits.
+   */
   async runBatch(): Promise<number> {
     this.full = false;
+    this.more = false;
     if (Date.now() < this.holdUntil) return 0;
-    if (!(await hasUnpublishedEvents(this.db))) return 0;
-    return this.db.transaction().execute(async (trx) => {
-      if (!(await tryPublishLock(trx))) return 0;
-      const taken = await takeUnpublished(trx, this.window);
-      // Quiet agencies' events first, to the express queue: they never wait behind an import.
-      const express = quietAgencyEvents(taken, this.window);
-      const events = [...taken.filter((e) => express.has(e)), ...taken.filter((e) => !express.has(e))];
-      this.returned.clear();
-      const publish = (e: StoredEvent) =>
-        this.channel.wrapper.publish(
-          express.has(e) ? this.options.expressExchange : this.options.exchange,
-          e.type,
-          Buffer.from(JSON.stringify(toMessage(e))),
-          { ...eventMessageProperties(e), mandatory: true, timeout: this.options.publishTimeoutMs },
-        );
-      // In chunks, stopping at the first refusal: a queue bounded by x-max-length takes a whole
-      // burst while it is below its bound, so one large burst would put a whole batch ahead of the
-      // next agency's event. A chunk at a time, the queue overshoots by one chunk at most; larger
-      // chunks while it has not refused lately (CALM_PUBLISH_CHUNK).
-      const confirms: PromiseSettledResult<unknown>[] = [];
-      const size = this.window >= this.options.batchSize ? CALM_PUBLISH_CHUNK : PUBLISH_CHUNK;
-      for (let i = 0; i < events.length; i += size) {
-        const chunk = await Promise.allSettled(events.slice(i, i + size).map(publish));
-        confirms.push(...chunk);
-        if (chunk.some((c) => c.status === 'rejected')) break;
+    const expected = this.expecting;
+    this.expecting = false;
+    if (!expected && !(await hasUnpublishedEvents(this.db))) return 0;
+    return this.db.connection().execute(async (conn) => {
+      try {
+        return await this.publish(conn);
+      } catch (error) {
+        await rollback(conn).catch(() => {}); // a lost connection rolled back already
+        throw error;
       }
-      const confirmed = events.filter((_, i) => confirms[i]?.status === 'fulfilled');
-      const failures = confirms.flatMap((c) => (c.status === 'rejected' ? [c.reason as Error] : []));
-      const refused = failures.filter(isRefusal).length;
-      // Failed otherwise (not confirmed in time, the channel gone): the broker is away; with
-      // nothing confirmed the batch fails, to be tried again after the loop's back-off.
-      if (confirmed.length === 0 && refused < failures.length) throw failures.find((f) => !isRefusal(f));
-      if (refused > 0) this.refused(confirmed.length, refused);
-      else this.window = Math.min(this.options.batchSize, this.window * 2);
-      // RabbitMQ sends an unroutable message's basic.return before its confirm, so every return of
-      // this batch has arrived by now.
-      const routed = confirmed.filter((e) => !this.returned.has(e.id));
-      if (routed.length < confirmed.length) this.holdOff(confirmed.length - routed.length);
-      await markPublished(
-        trx,
-        routed.map((e) => e.seq),
-      );
-      for (const e of routed) this.logger.debug({ eventId: e.id, seq: e.seq, type: e.type }, 'published');
-      if (routed.length) {
-        this.logger.info(
-          {
-            published: routed.length,
-            eventIds: routed.length <= 10 ? routed.map((e) => e.id) : undefined,
-            seqs: [routed[0]!.seq, routed.at(-1)!.seq],
-          },
-          'batch published',
-        );
-      }
-      return routed.length;
     });
+  }
+
+  private async publish(conn: Kysely<Database>): Promise<number> {
+    const [, lock, head] = await runScript(conn, [begin, tryPublishLock, unpublishedHead(this.window)]);
+    if (!(lock as { ok: boolean }[])[0]!.ok) {
+      await rollback(conn);
+      return 0;
+    }
+    const window = this.window;
+    const taken = await takeUnpublished(conn, window, head as StoredEvent[]);
+    // Quiet agencies' events first, to the express queue: they never wait behind an import.
+    const express = quietAgencyEvents(taken, this.window);
+    const events = [...taken.filter((e) => express.has(e)), ...taken.filter((e) => !express.has(e))];
+    this.returned.clear();
+    const publish = (e: StoredEvent) =>
+      this.channel.wrapper.publish(
+        express.has(e) ? this.options.expressExchange : this.options.exchange,
+        e.type,
+        Buffer.from(JSON.stringify(toMessage(e))),
+        { ...eventMessageProperties(e), mandatory: true, timeout: this.options.publishTimeoutMs },
+      );
+    // In chunks, stopping at the first refusal: a queue bounded by x-max-length takes a whole
+    // burst while it is below its bound, so one large burst would put a whole batch ahead of the
+    // next agency's event. A chunk at a time, the queue overshoots by one chunk at most; larger
+    // chunks while it has not refused lately (CALM_PUBLISH_CHUNK).
+    const confirms: PromiseSettledResult<unknown>[] = [];
+    const size = this.window >= this.options.batchSize ? CALM_PUBLISH_CHUNK : PUBLISH_CHUNK;
+    for (let i = 0; i < events.length; i += size) {
+      const chunk = await Promise.allSettled(events.slice(i, i + size).map(publish));
+      confirms.push(...chunk);
+      if (chunk.some((c) => c.status === 'rejected')) break;
+    }
+    const confirmed = events.filter((_, i) => confirms[i]?.status === 'fulfilled');
+    const failures = confirms.flatMap((c) => (c.status === 'rejected' ? [c.reason as Error] : []));
+    const refused = failures.filter(isRefusal).length;
+    // Failed otherwise (not confirmed in time, the channel gone): the broker is away; with
+    // nothing confirmed the batch fails, to be tried again after the loop's back-off.
+    if (confirmed.length === 0 && refused < failures.length) throw failures.find((f) => !isRefusal(f));
+    if (refused > 0) this.refused(confirmed.length, refused);
+    else this.window = Math.min(this.options.batchSize, this.window * 2);
+    this.more = taken.length >= window || refused > 0;
+    if (this.more) this.expecting = true;
+    // RabbitMQ sends an unroutable message's basic.return before its confirm, so every return of
+    // this batch has arrived by now.
+    const routed = confirmed.filter((e) => !this.returned.has(e.id));
+    if (routed.length < confirmed.length) this.holdOff(confirmed.length - routed.length);
+    await runScript(conn, [...markPublished(routed.map((e) => e.seq)), commit]);
+    if (routed.length) this.logBatch(routed);
+    return routed.length;
+  }
+
+  private logBatch(routed: StoredEvent[]): void {
+    for (const e of routed) this.logger.debug({ eventId: e.id, seq: e.seq, type: e.type }, 'published');
+    this.logger.info(
+      {
+        published: routed.length,
+        eventIds: routed.length <= 10 ? routed.map((e) => e.id) : undefined,
+        seqs: [routed[0]!.seq, routed.at(-1)!.seq],
+      },
+      'batch published',
+    );
   }
 
   /**

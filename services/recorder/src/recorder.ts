@@ -1,22 +1,17 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '@trips/db';
-import { takeRecordLock } from '@trips/db/advisory-locks';
+import { recordLock, takeRecordLock } from '@trips/db/advisory-locks';
 import {
   dropExpiredEventPartitions,
   ensureEventPartitions,
-  insertEvents,
+  recordEvents,
   type NewEvent,
   type StoredEvent,
 } from '@trips/db/events';
-import {
-  dropGroups,
-  hasRecorderWork,
-  takeDueGroups,
-  touchGroups,
-  type GroupKey,
-  type GroupTouch,
-} from '@trips/db/groups';
-import { claimOutbox, deleteOutbox } from '@trips/db/outbox';
+import { dropGroups, hasRecorderWork, touchGroups, type GroupKey, type GroupTouch } from '@trips/db/groups';
+import { claimOutbox, deleteOutbox, outboxHead } from '@trips/db/outbox';
+import { begin, commit, rollback, runScript } from '@trips/db/script';
+import type { OutboxRow } from '@trips/db';
 import type { Logger } from '@trips/runtime';
 import { changeOf, classify, type Effect } from './catalogue.ts';
 
@@ -30,6 +25,8 @@ export interface RecorderOptions {
 export interface BatchResult {
   changes: number;
   events: StoredEvent[];
+  /** The batch took as many changes, or due groups, as it may: more are likely waiting. */
+  full: boolean;
 }
 
 /** A batch's effects reduced to three writes: events now, groups dropped, groups opened/extended. */
@@ -74,9 +71,13 @@ const HOUR_MS = 3_600_000;
 
 /**
  * Turns outbox rows into events. Every batch is one transaction under RECORD_LOCK, so replicas take
- * turns and never duplicate, lose or reorder: claim changes, classify them, record the events of
- * this instant, open/extend/drop groups, record the groups now due, delete the claimed changes,
+ * turns and never duplicate, lose or reorder: claim changes, classify them, drop/open/extend
+ * groups, record the events of this instant and of the groups now due, delete the claimed changes,
  * commit. Events of one batch are visible together, after every earlier batch's (seq order).
+ *
+ * A batch is two round trips to Postgres, each a script (@trips/db/script): one opens the
+ * transaction, takes the lock and reads the outbox's head; the other writes everything and
+ * commits. Round trips were most of what a batch cost (docs/benchmarks.md, "Pipeline").
  */
 export class Recorder {
   private readonly db: Kysely<Database>;
@@ -84,6 +85,11 @@ export class Recorder {
   private readonly logger: Logger;
   /** Events can be recorded until this instant without creating a partition (ms). */
   private partitionsUntil = 0;
+  /**
+   * The last batch found work: the next one goes straight to its transaction. After an idle one it
+   * asks first whether there is any (one cheap EXISTS), so an idle recorder opens no transactions.
+   */
+  private busy = false;
 
   constructor(db: Kysely<Database>, options: RecorderOptions, logger: Logger) {
     this.db = db;
@@ -91,44 +97,62 @@ export class Recorder {
     this.logger = logger;
   }
 
-  /** One batch; answers what it did. Cheap when idle: one indexed EXISTS, no transaction. */
+  /** One batch; answers what it did. */
   async runBatch(): Promise<BatchResult> {
-    if (!(await hasRecorderWork(this.db))) return { changes: 0, events: [] };
-    const { batchSize, groupQuietMs, groupMaxMs } = this.options;
-    const result = await this.db.transaction().execute(async (trx) => {
-      await takeRecordLock(trx);
-      if (Date.now() + HOUR_MS > this.partitionsUntil) {
-        this.partitionsUntil = await ensureEventPartitions(trx, new Date(Date.now() - HOUR_MS), 2);
+    if (!this.busy && !(await hasRecorderWork(this.db))) return { changes: 0, events: [], full: false };
+    if (Date.now() + HOUR_MS > this.partitionsUntil) await this.ensurePartitions();
+    const result = await this.db.connection().execute(async (conn) => {
+      try {
+        return await this.record(conn);
+      } catch (error) {
+        await rollback(conn).catch(() => {}); // a lost connection rolled back already
+        throw error;
       }
-      const rows = await claimOutbox(trx, batchSize);
-      const plan = planBatch(rows.flatMap((row) => classify(changeOf(row))));
-      await dropGroups(trx, plan.drops);
-      await touchGroups(trx, plan.touches, { quietMs: groupQuietMs, maxMs: groupMaxMs });
-      const due = await takeDueGroups(trx, batchSize);
-      const events = await insertEvents(trx, [
-        ...plan.events,
-        ...due.map((g) => ({ ...g, type: `${g.objectType}.updated`, data: {} })),
-      ]);
-      await deleteOutbox(
-        trx,
-        rows.map((r) => r.id),
-      );
-      return { changes: rows.length, events };
     });
-    if (result.changes > 0 || result.events.length > 0) {
-      for (const e of result.events)
-        this.logger.debug({ eventId: e.id, seq: e.seq, type: e.type }, 'recorded');
-      this.logger.info(
-        {
-          changes: result.changes,
-          events: result.events.length,
-          eventIds: result.events.length <= 10 ? result.events.map((e) => e.id) : undefined,
-          seqs: result.events.length ? [result.events[0]!.seq, result.events.at(-1)!.seq] : undefined,
-        },
-        'batch recorded',
-      );
-    }
+    this.busy = result.changes > 0 || result.events.length > 0;
+    if (this.busy) this.logBatch(result);
     return result;
+  }
+
+  private async record(conn: Kysely<Database>): Promise<BatchResult> {
+    const { batchSize, groupQuietMs, groupMaxMs } = this.options;
+    const [, , head] = await runScript(conn, [begin, recordLock, outboxHead(batchSize)]);
+    const rows = await claimOutbox(conn, batchSize, head as OutboxRow[]);
+    const plan = planBatch(rows.flatMap((row) => classify(changeOf(row))));
+    const before = [
+      ...dropGroups(conn, plan.drops),
+      ...touchGroups(conn, plan.touches, { quietMs: groupQuietMs, maxMs: groupMaxMs }),
+    ];
+    const results = await runScript(conn, [
+      ...before,
+      recordEvents(conn, plan.events, { dueGroups: batchSize }),
+      ...deleteOutbox(rows.map((r) => r.id)),
+      commit,
+    ]);
+    const events = (results[before.length] as StoredEvent[]).sort((a, b) => a.seq - b.seq);
+    const due = events.length - plan.events.length;
+    return { changes: rows.length, events, full: rows.length >= batchSize || due >= batchSize };
+  }
+
+  private logBatch({ changes, events }: BatchResult): void {
+    for (const e of events) this.logger.debug({ eventId: e.id, seq: e.seq, type: e.type }, 'recorded');
+    this.logger.info(
+      {
+        changes,
+        events: events.length,
+        eventIds: events.length <= 10 ? events.map((e) => e.id) : undefined,
+        seqs: events.length ? [events[0]!.seq, events.at(-1)!.seq] : undefined,
+      },
+      'batch recorded',
+    );
+  }
+
+  /** Creates the partitions the next hours' events go to, before a batch needs them. */
+  private async ensurePartitions(): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await takeRecordLock(trx);
+      this.partitionsUntil = await ensureEventPartitions(trx, new Date(Date.now() - HOUR_MS), 2);
+    });
   }
 
   /** Creates tomorrow's partitions and drops the expired ones; serialized with batches by RECORD_LOCK. */

@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../schema.ts';
 
 /**
@@ -10,15 +10,13 @@ import type { Database } from '../schema.ts';
 const RECORD_LOCK = 7_263_101;
 const PUBLISH_LOCK = 7_263_102;
 
-/** Waits for RECORD_LOCK, held until `trx` ends: every writer of the events table takes it first. */
-export async function takeRecordLock(trx: Transaction<Database>): Promise<void> {
-  await sql`SELECT pg_advisory_xact_lock(${RECORD_LOCK})`.execute(trx);
-}
+/** Waits for RECORD_LOCK, held until the transaction ends: every writer of the events table takes it first. */
+export const recordLock = CompiledQuery.raw(`SELECT pg_advisory_xact_lock(${RECORD_LOCK})`);
 
-/** Tries PUBLISH_LOCK without waiting; true when `trx` holds it now, and so is the one publisher. */
-export async function tryPublishLock(trx: Transaction<Database>): Promise<boolean> {
-  const lock = await sql<{
-    ok: boolean;
-  }>`SELECT pg_try_advisory_xact_lock(${PUBLISH_LOCK}) AS ok`.execute(trx);
-  return lock.rows[0]!.ok;
+/** Tries PUBLISH_LOCK without waiting; its one row's `ok` is true when the transaction holds it now. */
+export const tryPublishLock = CompiledQuery.raw(`SELECT pg_try_advisory_xact_lock(${PUBLISH_LOCK}) AS ok`);
+
+/** recordLock on its own, for a transaction that is not a script. */
+export async function takeRecordLock(trx: Transaction<Database> | Kysely<Database>): Promise<void> {
+  await trx.executeQuery(recordLock);
 }

@@ -1,6 +1,8 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventObjectType } from '../schema.ts';
-import { takeRoundRobin } from './round-robin.ts';
+import type { Statement } from '../script.ts';
+import { takeDueGroups } from './groups.ts';
+import { queueHead, takeRoundRobin } from './round-robin.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -25,24 +27,33 @@ export interface StoredEvent {
 }
 
 /**
- * Records events in the order given, each also queued for publishing, in the caller's transaction.
+ * Records events in the order given, then one `<object>.updated` for each group now due (oldest
+ * due first, at most `dueGroups`; groups.ts), each also queued for publishing: a script's
+ * statement, whose rows are the stored events. In the same script, drop and touch the batch's
+ * groups before it, so a group this batch supersedes or extends is not taken as due.
  *
  * The caller must hold RECORD_LOCK (advisory-locks.ts): seq values are taken only under that lock and the
  * holder commits before the next takes any, so events become visible in seq order, which is what
  * lets GET /events read `seq > cursor` without ever skipping one (decisions.md D6). The ORDER BY
  * subquery is not flattened by the planner, so nextval() runs in input order.
  */
-export async function insertEvents(trx: Transaction<Database>, events: NewEvent[]): Promise<StoredEvent[]> {
-  if (events.length === 0) return [];
-  const result = await sql<StoredEvent>`
-    WITH input AS (
+export function recordEvents(db: Db, events: readonly NewEvent[], options: { dueGroups: number }): Statement {
+  return sql`
+    WITH given AS (
       SELECT * FROM unnest(${events.map((e) => e.agencyId)}::text[], ${events.map((e) => e.type)}::text[],
                            ${events.map((e) => e.objectType)}::text[], ${events.map((e) => e.objectId)}::text[],
                            ${events.map((e) => JSON.stringify(e.data))}::text[])
         WITH ORDINALITY AS u(agency_id, type, object_type, object_id, data, ord)
+    ), due AS (${takeDueGroups(options.dueGroups)}
+    ), input AS (
+      SELECT agency_id, type, object_type, object_id, data::jsonb AS data, ord FROM given
+      UNION ALL
+      SELECT agency_id, object_type || '.updated', object_type, object_id, '{}'::jsonb,
+             ${events.length} + row_number() OVER (ORDER BY due_at, object_type, object_id)
+        FROM due
     ), numbered AS (
       SELECT nextval('events_seq') AS seq, gen_id('evt') AS id, i.agency_id, i.type, i.object_type,
-             i.object_id, i.data::jsonb AS data, date_trunc('milliseconds', clock_timestamp()) AS created_at
+             i.object_id, i.data, date_trunc('milliseconds', clock_timestamp()) AS created_at
         FROM (SELECT * FROM input ORDER BY ord) i
     ), recorded AS (
       INSERT INTO events (seq, id, agency_id, type, object_type, object_id, data, created_at)
@@ -51,8 +62,7 @@ export async function insertEvents(trx: Transaction<Database>, events: NewEvent[
     )
     INSERT INTO events_unpublished (seq, id, agency_id, type, object_type, object_id, data, created_at)
       SELECT seq, id, agency_id, type, object_type, object_id, data, created_at FROM recorded
-      RETURNING *`.execute(trx);
-  return result.rows.sort((a, b) => a.seq - b.seq);
+      RETURNING *`.compile(db);
 }
 
 const DAY_MS = 86_400_000;
@@ -120,11 +130,21 @@ export async function dropExpiredEventPartitions(trx: Db, cutoff: Date): Promise
  * sits in the queue ahead of everyone else.
  *
  * The walk is round-robin.ts's (the index is (agency_id, seq), migration 0015). The caller holds
- * PUBLISH_LOCK, so there is one publisher.
+ * PUBLISH_LOCK, so there is one publisher. A caller may have read the head already, in a script
+ * (unpublishedHead).
  */
-export async function takeUnpublished(trx: Transaction<Database>, limit: number): Promise<StoredEvent[]> {
-  return takeRoundRobin<StoredEvent>(trx, { table: 'events_unpublished', order: 'seq' }, limit);
+export async function takeUnpublished(
+  db: Db,
+  limit: number,
+  head?: readonly StoredEvent[],
+): Promise<StoredEvent[]> {
+  return takeRoundRobin<StoredEvent>(db, UNPUBLISHED, limit, head);
 }
+
+const UNPUBLISHED = { table: 'events_unpublished', order: 'seq' } as const;
+
+/** The oldest `limit + 1` unpublished events, for a script: pass its rows to takeUnpublished. */
+export const unpublishedHead = (limit: number): Statement => queueHead(UNPUBLISHED, limit);
 
 /** Whether any event waits to be published: one indexed EXISTS, cheap enough to poll often. */
 export async function hasUnpublishedEvents(db: Db): Promise<boolean> {
@@ -134,10 +154,10 @@ export async function hasUnpublishedEvents(db: Db): Promise<boolean> {
   return pending.rows[0]!.any;
 }
 
-/** Forgets events RabbitMQ has confirmed. */
-export async function markPublished(trx: Transaction<Database>, seqs: number[]): Promise<void> {
-  if (seqs.length === 0) return;
-  await sql`DELETE FROM events_unpublished WHERE seq = ANY(${seqs}::bigint[])`.execute(trx);
+/** Forgets events RabbitMQ has confirmed: a script's statement; none for no events. */
+export function markPublished(seqs: readonly number[]): Statement[] {
+  if (seqs.length === 0) return [];
+  return [CompiledQuery.raw('DELETE FROM events_unpublished WHERE seq = ANY($1::bigint[])', [seqs])];
 }
 
 interface EventPage {

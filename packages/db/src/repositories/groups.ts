@@ -1,5 +1,6 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database, EventObjectType } from '../schema.ts';
+import type { Statement } from '../script.ts';
 
 export interface GroupKey {
   objectType: EventObjectType;
@@ -13,24 +14,21 @@ export interface GroupTouch extends GroupKey {
   lastAt: Date;
 }
 
-interface DueGroup extends GroupKey {
-  agencyId: string;
-}
-
 /**
  * Opens or extends *.updated groups (interface.md 6.1): a group is due once its object has been
- * quiet for `quietMs`, and at the latest `maxMs` after the group's first change. Call under
- * RECORD_LOCK. One statement for the whole batch.
+ * quiet for `quietMs`, and at the latest `maxMs` after the group's first change. Under
+ * RECORD_LOCK, in a script (one statement for the whole batch; none for no touches).
  */
-export async function touchGroups(
-  trx: Transaction<Database>,
-  touches: GroupTouch[],
+export function touchGroups(
+  db: Kysely<Database> | Transaction<Database>,
+  touches: readonly GroupTouch[],
   timing: { quietMs: number; maxMs: number },
-): Promise<void> {
-  if (touches.length === 0) return;
+): Statement[] {
+  if (touches.length === 0) return [];
   const quiet = timing.quietMs / 1000;
   const max = timing.maxMs / 1000;
-  await sql`
+  return [
+    sql`
     INSERT INTO event_groups AS g (object_type, object_id, agency_id, first_change_at, last_change_at, due_at)
     SELECT object_type, object_id, agency_id, first_at, last_at,
            least(last_at + make_interval(secs => ${quiet}), first_at + make_interval(secs => ${max}))
@@ -41,35 +39,40 @@ export async function touchGroups(
     ON CONFLICT (object_type, object_id) DO UPDATE SET
       last_change_at = greatest(g.last_change_at, excluded.last_change_at),
       due_at = least(greatest(g.last_change_at, excluded.last_change_at) + make_interval(secs => ${quiet}),
-                     g.first_change_at + make_interval(secs => ${max}))`.execute(trx);
+                     g.first_change_at + make_interval(secs => ${max}))`.compile(db),
+  ];
 }
 
-/** Drops pending groups: the object was deleted, and its deletion supersedes them (D6). */
-export async function dropGroups(trx: Transaction<Database>, keys: GroupKey[]): Promise<void> {
-  if (keys.length === 0) return;
-  await sql`
+/**
+ * Drops pending groups: the object was deleted, and its deletion supersedes them (D6). A script's
+ * statement; none for no keys.
+ */
+export function dropGroups(
+  db: Kysely<Database> | Transaction<Database>,
+  keys: readonly GroupKey[],
+): Statement[] {
+  if (keys.length === 0) return [];
+  return [
+    sql`
     DELETE FROM event_groups g USING unnest(${keys.map((k) => k.objectType)}::text[], ${keys.map((k) => k.objectId)}::text[])
       AS u(object_type, object_id)
-     WHERE g.object_type = u.object_type AND g.object_id = u.object_id`.execute(trx);
+     WHERE g.object_type = u.object_type AND g.object_id = u.object_id`.compile(db),
+  ];
 }
 
-/** Removes and answers the groups due now (database clock), oldest due first. Call under RECORD_LOCK. */
-export async function takeDueGroups(trx: Transaction<Database>, limit: number): Promise<DueGroup[]> {
-  const result = await sql<{
-    object_type: EventObjectType;
-    object_id: string;
-    agency_id: string;
-    due_at: Date;
-  }>`
+/**
+ * Removes the groups due now (database clock), at most `limit`, answering each one's object, agency
+ * and due time: for a statement that records their events in the same step (recordEvents). Under
+ * RECORD_LOCK.
+ */
+export function takeDueGroups(limit: number): RawBuilder<unknown> {
+  return sql`
     DELETE FROM event_groups g USING (
       SELECT object_type, object_id FROM event_groups WHERE due_at <= clock_timestamp()
        ORDER BY due_at, object_type, object_id LIMIT ${limit}
     ) d
      WHERE g.object_type = d.object_type AND g.object_id = d.object_id
-    RETURNING g.object_type, g.object_id, g.agency_id, g.due_at`.execute(trx);
-  return result.rows
-    .sort((a, b) => +a.due_at - +b.due_at)
-    .map((r) => ({ objectType: r.object_type, objectId: r.object_id, agencyId: r.agency_id }));
+    RETURNING g.object_type, g.object_id, g.agency_id, g.due_at`;
 }
 
 /** Whether there is anything for the recorder to do now: cheap enough to poll often. */

@@ -1,6 +1,9 @@
-import { sql, type Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { Database, OutboxRow } from '../schema.ts';
-import { takeRoundRobin } from './round-robin.ts';
+import type { Statement } from '../script.ts';
+import { queueHead, takeRoundRobin } from './round-robin.ts';
+
+const OUTBOX = { table: 'outbox', order: 'id' } as const;
 
 /**
  * Claims up to `limit` captured changes, round-robin across agencies: the oldest change of every
@@ -20,12 +23,25 @@ import { takeRoundRobin } from './round-robin.ts';
  * The walk, and why it is shaped so, is in round-robin.ts (the outbox's index is (agency_id, id),
  * migration 0014).
  */
-export async function claimOutbox(trx: Transaction<Database>, limit: number): Promise<OutboxRow[]> {
-  return takeRoundRobin<OutboxRow>(trx, { table: 'outbox', order: 'id' }, limit);
+export async function claimOutbox(
+  db: Kysely<Database> | Transaction<Database>,
+  limit: number,
+  head?: readonly OutboxRow[],
+): Promise<OutboxRow[]> {
+  return takeRoundRobin<OutboxRow>(db, OUTBOX, limit, head);
 }
 
-/** Deletes claimed rows, in the same transaction that recorded their events: exactly once. */
-export async function deleteOutbox(trx: Transaction<Database>, ids: number[]): Promise<void> {
-  if (ids.length === 0) return;
-  await sql`DELETE FROM outbox WHERE id = ANY(${ids}::bigint[])`.execute(trx);
+/**
+ * The outbox's oldest `limit + 1` changes, for a script that claims in the same round trip as it
+ * opens its transaction: pass its rows to claimOutbox as `head`.
+ */
+export const outboxHead = (limit: number): Statement => queueHead(OUTBOX, limit);
+
+/**
+ * Deletes claimed rows, in the same transaction that recorded their events: exactly once. A
+ * script's statement; none for no rows.
+ */
+export function deleteOutbox(ids: readonly number[]): Statement[] {
+  if (ids.length === 0) return [];
+  return [CompiledQuery.raw('DELETE FROM outbox WHERE id = ANY($1::bigint[])', [ids])];
 }

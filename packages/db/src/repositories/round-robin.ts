@@ -1,5 +1,6 @@
-import { sql, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../schema.ts';
+import { runScript } from '../script.ts';
 
 /** The queue tables taken round-robin across agencies, each with the column that orders it. */
 type Queue = { table: 'outbox'; order: 'id' } | { table: 'events_unpublished'; order: 'seq' };
@@ -28,21 +29,35 @@ type Queue = { table: 'outbox'; order: 'id' } | { table: 'events_unpublished'; o
  * all of a bulk importer's rows than walk the index.
  */
 export async function takeRoundRobin<Row extends { agency_id: string }>(
-  trx: Transaction<Database>,
-  { table, order }: Queue,
+  db: Kysely<Database> | Transaction<Database>,
+  queue: Queue,
   limit: number,
+  head?: readonly Row[],
 ): Promise<Row[]> {
-  const t = sql.table(table);
   // Most takes find the whole queue shorter than `limit`: a recorder keeping up takes what a few
   // milliseconds of writes left. Then every row is taken, and only their order is the walk's,
-  // which is put right here; the walk below, planned afresh each time, is for a backlog.
-  const { rows: head } = await sql<Row>`
-    SELECT * FROM ${t} ORDER BY ${sql.ref(order)} LIMIT ${limit + 1}`.execute(trx);
+  // which is put right here; the walk below, planned afresh each time, is for a backlog. A caller
+  // may have read the head already, in a script with other statements (queueHead).
+  head ??= (await db.executeQuery<Row>(queueHead(queue, limit))).rows;
   if (head.length <= limit) return inTurns(head);
+  const [, rows] = await runScript(db, [
+    sql`SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true),
+               set_config('enable_bitmapscan', 'off', true)`.compile(db),
+    walk(queue, limit).compile(db),
+    ...['jit', 'enable_seqscan', 'enable_bitmapscan'].map((setting) => CompiledQuery.raw(`RESET ${setting}`)),
+  ]);
+  return rows as Row[];
+}
+
+/** The queue's first `limit + 1` rows in queue order: all of it, or a backlog (takeRoundRobin). */
+export function queueHead({ table, order }: Queue, limit: number): CompiledQuery {
+  return CompiledQuery.raw(`SELECT * FROM ${table} ORDER BY ${order} LIMIT $1`, [limit + 1]);
+}
+
+function walk({ table, order }: Queue, limit: number) {
+  const t = sql.table(table);
   const key = sql.ref(`q.${order}`);
-  await sql`SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true),
-                   set_config('enable_bitmapscan', 'off', true)`.execute(trx);
-  const { rows } = await sql<Row>`
+  return sql`
     WITH RECURSIVE agencies (agency_id) AS (
       (SELECT agency_id FROM ${t} ORDER BY agency_id LIMIT 1)
       UNION ALL
@@ -77,16 +92,14 @@ export async function takeRoundRobin<Row extends { agency_id: string }>(
     -- LIMIT 1 keeps this a lookup per chosen row, never a join over the whole table.
     SELECT r.* FROM turns t
      CROSS JOIN LATERAL (SELECT * FROM ${t} q WHERE ${key} = t.pos LIMIT 1) r
-     ORDER BY t.turn, t.pos`.execute(trx);
-  await sql.raw('RESET jit; RESET enable_seqscan; RESET enable_bitmapscan').execute(trx);
-  return rows;
+     ORDER BY t.turn, t.pos`;
 }
 
 /**
  * Rows in queue order, put in the walk's order: every agency's first, then every agency's second,
  * and so on, in queue order within each turn.
  */
-function inTurns<Row extends { agency_id: string }>(rows: Row[]): Row[] {
+function inTurns<Row extends { agency_id: string }>(rows: readonly Row[]): Row[] {
   const taken = new Map<string, number>();
   return rows
     .map((row, place) => {
