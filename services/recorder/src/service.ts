@@ -64,7 +64,7 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
       }
       // At once again only after a full batch. One that took everything there was waits for the
       // next poll, so the next batch gathers what the writers commit meanwhile instead of a few
-      // rows per round trip (docs/events.md, "Recording").
+      // rows per round trip (docs/events.md, "Round trips").
       return full ? changes + events.length : 0;
     },
     config.pollMs,
