@@ -28,10 +28,17 @@ export interface Child {
 
 let nextId = 1;
 
-export function startChild(name: string, script: string, env: Record<string, string>, ipc = false): Child {
+/** `nodeArgs` go before the script: `--cpu-prof`, say (the child must exit, not die, on SIGTERM). */
+export function startChild(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  ipc = false,
+  nodeArgs: string[] = [],
+): Child {
   const logPath = join(tmpdir(), `bench-dispatcher-${name}-${process.pid}.log`);
   const out = openSync(logPath, 'w');
-  const child = spawn(process.execPath, [script], {
+  const child = spawn(process.execPath, [...nodeArgs, script], {
     env: { ...process.env, ...env },
     stdio: ipc ? ['ignore', out, out, 'ipc'] : ['ignore', out, out],
   });

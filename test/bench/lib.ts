@@ -80,6 +80,8 @@ export const fmt = {
   rps: (n: number) => n.toFixed(0),
   ms: (n: number) => n.toFixed(2),
   ratio: (n: number) => n.toFixed(2),
+  /** Microseconds of CPU, whole, with thousands separated as the docs write them: 1,177. */
+  us: (n: number) => Math.round(n).toLocaleString('en-US'),
 };
 
 /** A table in Markdown, so it reads in a terminal and pastes into docs/benchmarks/<name>.md as is. */
