@@ -56,7 +56,9 @@ async function main() {
   const startedAt = Date.now();
   const stamp = new Date(startedAt).toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-');
   const ours = await shortCommit('HEAD');
-  const baseline = await shortCommit(BASELINE);
+  const commits = PIPELINES.includes('baseline')
+    ? `ours ${ours}, baseline ${await shortCommit(BASELINE)}`
+    : `ours ${ours}`;
 
   const ca = await createTestCa();
   const receiver = startChild(
@@ -114,7 +116,7 @@ async function main() {
   console.log();
   console.log(
     `node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model}; ${RATE} events/s for ${SECONDS} s, ` +
-      `${ROUNDS} rounds; ours ${ours}, baseline ${baseline}; load average before ${load(loadBefore)}, after ${load(os.loadavg())}`,
+      `${ROUNDS} rounds; ${commits}; load average before ${load(loadBefore)}, after ${load(os.loadavg())}`,
   );
   for (const target of targets) console.log(target.describe);
   console.log(
