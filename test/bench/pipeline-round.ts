@@ -5,6 +5,7 @@
 // window's events' and nothing else's (but idle polling, a few ms of it).
 import { fileURLToPath } from 'node:url';
 import { cpuBetween, pidsMatching, sampleCpu, startChild, warnings, type Child } from './dispatcher-procs.ts';
+import { onCleanup } from './lib.ts';
 import type { PipelineName, Target } from './pipeline-targets.ts';
 
 const WRITER = fileURLToPath(new URL('./pipeline-writer.ts', import.meta.url));
@@ -98,6 +99,10 @@ export async function runRound(
     { DATABASE_URL: target.dbUrl, BENCH_TABLE: target.table, BENCH_AGENCY_ID: target.agencyId },
     true,
   );
+  // Stopped in the finally below; also by the bench's cleanup, if it is interrupted meanwhile,
+  // before it drops the databases (stopping twice does nothing).
+  onCleanup(() => running.stop());
+  onCleanup(() => writer.stop());
   const what = `${target.name}, round ${round}`;
   const write = async (seconds: number, idPrefix: string) => {
     const written = await writer.request<Written>({ op: 'write', rate: s.rate, seconds, idPrefix });
