@@ -152,7 +152,7 @@ async function servicesTarget(
         caFile: ctx.caFile,
         nodeArgs: (service) => nodeArgs(service, round),
       });
-      // The dispatcher first: the recorder's batch in hand is then already published.
+      // Stopped once the window's last event has arrived: nothing is in flight by then.
       return { ...services, stop: () => services.dispatcher.stop().then(() => services.recorder.stop()) };
     },
   };
