@@ -1,29 +1,14 @@
-import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { Event } from '../openapi-types.ts';
 
 export const SIGNATURE_HEADER = 'service-signature';
 
-/** Secrets seen, as keys ready for HMAC; bounded so a caller cycling through secrets cannot grow it. */
-const keys = new Map<string, KeyObject>();
-const KEYS_KEPT = 64;
-
-/**
- * The secret's UTF-8 bytes as a KeyObject, made once per secret: Node prepares a string or Buffer
- * key anew on every createHmac, and verifying runs one HMAC per secret per delivery.
- */
-function hmacKey(secret: string): KeyObject {
-  let key = keys.get(secret);
-  if (key === undefined) {
-    if (keys.size >= KEYS_KEPT) keys.clear();
-    key = createSecretKey(Buffer.from(secret, 'utf8'));
-    keys.set(secret, key);
-  }
-  return key;
-}
-
 /** The HMAC-SHA256 of `<t>.<body>` keyed with the whole secret's UTF-8 bytes (D7). */
 export function signatureBytes(secret: string, timestamp: number, body: string | Uint8Array): Buffer {
-  return createHmac('sha256', hmacKey(secret)).update(`${timestamp}.`).update(body).digest();
+  // The key is given as the string, which Node encodes as UTF-8: the same bytes as
+  // Buffer.from(secret, 'utf8'), but Node 24 sets up an HMAC from a Buffer key several times
+  // slower than from a string (see docs/benchmarks.md, "SDK"), and verifying runs this per secret.
+  return createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest();
 }
 
 /** The same signature in hex, as the header's `v1=` carries it. */
