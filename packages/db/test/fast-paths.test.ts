@@ -138,6 +138,23 @@ describe('the lean client query', () => {
       await lean.destroy();
     }
   });
+  test("a script sent by kysely answers each statement's rows; pg's own callers still get pg's array", async () => {
+    const pool = createPool(t.url, { max: 1 });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    try {
+      const viaKysely = await sql.raw('SELECT 1 AS a; SELECT 2 AS b, 3 AS c').execute(db);
+      expect(viaKysely.rows).toEqual([[{ a: 1 }], [{ b: 2, c: 3 }]]);
+      const client = await pool.connect();
+      try {
+        const own = (await client.query('SELECT 1 AS a; SELECT 2 AS b')) as unknown as pg.QueryResult[];
+        expect(own.map((r) => r.rows)).toEqual([[{ a: 1 }], [{ b: 2 }]]);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await db.destroy();
+    }
+  });
 });
 
 describe('the precompiled lookups', () => {

@@ -32,8 +32,8 @@ type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown;
 
 /**
  * Several statements in one text (a script, ../script.ts) answer one result each, which pg gives
- * as an array; kysely reads `rows` of one result. So a script answers one row per statement,
- * holding that statement's rows.
+ * as an array; kysely reads `rows` of one result. So, sent by kysely, a script answers one row per
+ * statement, holding that statement's rows. A caller of pg's own `query(text)` keeps pg's array.
  */
 function scriptResult(results: pg.QueryResult[]): Pick<pg.QueryResult, 'command' | 'rowCount' | 'rows'> {
   return { command: 'SCRIPT', rowCount: null, rows: results.map((r) => r.rows) };
@@ -67,9 +67,12 @@ export function sendQueriesLean(client: pg.PoolClient): void {
     const name = preparedName(config);
     return new Promise((resolve, reject) => {
       const answered = (error: Error | null, result: pg.QueryResult | pg.QueryResult[]) => {
-        if (!error) return resolve(Array.isArray(result) ? scriptResult(result) : result);
-        Error.captureStackTrace(error);
-        reject(error);
+        if (error) {
+          Error.captureStackTrace(error);
+          return reject(error);
+        }
+        // Only kysely's form (values an array) gets the script's shape; pg's own callers keep pg's.
+        resolve(Array.isArray(result) && Array.isArray(values) ? scriptResult(result) : result);
       };
       if (name) query({ name, text: config, values }, answered);
       else query(config, values, answered);
