@@ -138,13 +138,26 @@ export interface DeliveryTarget {
   secrets: string[];
 }
 
-/** A webhook as an attempt needs it, read fresh for every attempt so a changed URL or secret applies. */
-export async function findDeliveryTarget(db: Db, webhookId: string): Promise<DeliveryTarget | undefined> {
+/**
+ * A delivery target as the reads below answer it: with, for each of its secrets in the same order,
+ * the milliseconds from the read until it stops signing (null: until a rotation ends it). A reader
+ * that keeps the target (the dispatcher's cache) ends each secret on its own clock, measured from
+ * when it read, so an overlap ends on time with no clock shared with Postgres.
+ */
+export interface DeliveryTargetRead extends DeliveryTarget {
+  secrets_expire_in_ms: (number | null)[];
+}
+
+/** A webhook as an attempt needs it, with its secrets signing now. */
+export async function findDeliveryTarget(db: Db, webhookId: string): Promise<DeliveryTargetRead | undefined> {
   return (await findDeliveryTargets(db, [webhookId]))[0];
 }
 
 /** findDeliveryTarget for several webhooks in one query (ordered by id; missing ones left out). */
-export async function findDeliveryTargets(db: Db, webhookIds: readonly string[]): Promise<DeliveryTarget[]> {
+export async function findDeliveryTargets(
+  db: Db,
+  webhookIds: readonly string[],
+): Promise<DeliveryTargetRead[]> {
   return deliveryTargets(db, TARGETS_BY_ID, webhookIds);
 }
 
@@ -153,7 +166,10 @@ export async function findDeliveryTargets(db: Db, webhookIds: readonly string[])
  * fan-outs at once (the dispatcher batches them). An agency's rows whose `event_types` hold a type
  * are the webhooks that event goes to (spec 6.2).
  */
-export async function activeDeliveryTargets(db: Db, agencyIds: readonly string[]): Promise<DeliveryTarget[]> {
+export async function activeDeliveryTargets(
+  db: Db,
+  agencyIds: readonly string[],
+): Promise<DeliveryTargetRead[]> {
   return deliveryTargets(db, ACTIVE_TARGETS_OF_AGENCIES, agencyIds);
 }
 
@@ -161,7 +177,9 @@ export async function activeDeliveryTargets(db: Db, agencyIds: readonly string[]
 // neither kysely nor Postgres builds them again on every call.
 const deliveryTargetsWhere = (where: string) => `/* prepared: delivery_targets */
     SELECT w.id, w.agency_id, w.url, w.event_types, w.disabled_at, w.epoch,
-           coalesce(array_agg(s.secret ORDER BY s.created_at DESC, s.id) FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets
+           coalesce(array_agg(s.secret ORDER BY s.created_at DESC, s.id) FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets,
+           coalesce(array_agg((extract(epoch FROM s.expires_at - now()) * 1000)::float8 ORDER BY s.created_at DESC, s.id)
+                      FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets_expire_in_ms
       FROM webhooks w
       LEFT JOIN webhook_secrets s ON s.webhook_id = w.id AND (s.expires_at IS NULL OR s.expires_at > now())
      WHERE ${where}
@@ -172,8 +190,8 @@ const ACTIVE_TARGETS_OF_AGENCIES = deliveryTargetsWhere(
   'w.agency_id = ANY($1::text[]) AND w.disabled_at IS NULL',
 );
 
-async function deliveryTargets(db: Db, text: string, ids: readonly string[]): Promise<DeliveryTarget[]> {
-  return (await db.executeQuery<DeliveryTarget>(CompiledQuery.raw(text, [ids]))).rows;
+async function deliveryTargets(db: Db, text: string, ids: readonly string[]): Promise<DeliveryTargetRead[]> {
+  return (await db.executeQuery<DeliveryTargetRead>(CompiledQuery.raw(text, [ids]))).rows;
 }
 
 // ---- The switch-off policy (spec 3.3, D7) ----
