@@ -14,6 +14,7 @@ import * as noticeLeases from './0012_notice_leases.ts';
 import * as platformSecrets from './0013_platform_secrets.ts';
 import * as outboxFairClaim from './0014_outbox_fair_claim.ts';
 import * as fairDelivery from './0015_fair_delivery.ts';
+import * as deliveryTargetChanges from './0016_delivery_target_changes.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -35,6 +36,7 @@ export const migrations: Record<string, Migration> = {
   '0013_platform_secrets': platformSecrets,
   '0014_outbox_fair_claim': outboxFairClaim,
   '0015_fair_delivery': fairDelivery,
+  '0016_delivery_target_changes': deliveryTargetChanges,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
