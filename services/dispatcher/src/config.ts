@@ -63,6 +63,14 @@ export function readConfig(source: Record<string, string | undefined> = process.
     breakerErrorPercent: env.int('DISPATCHER_BREAKER_ERROR_PERCENT', 50, { min: 1, max: 99 }),
     breakerVolume: env.int('DISPATCHER_BREAKER_VOLUME', 10, { min: 1, max: 10_000 }),
     breakerWindowMs: env.duration('DISPATCHER_BREAKER_WINDOW', '1m'),
+    /**
+     * How long a dispatcher keeps an agency's webhooks (and a webhook's) without hearing of a
+     * change. Every change reaches it within milliseconds through Postgres LISTEN/NOTIFY and drops
+     * what it kept, so this only bounds how stale a lookup could be should a notification ever be
+     * lost without the connection being seen to go; each expiry costs one read. 0 turns the cache
+     * off: every delivery batch reads its webhooks, and no LISTEN connection is opened.
+     */
+    webhookCacheTtlMs: env.duration('DISPATCHER_WEBHOOK_CACHE_TTL', '30s'),
     /** /healthz and /readyz; 0 picks a free port (tests). */
     healthPort: env.int('DISPATCHER_HEALTH_PORT', 3002, { min: 0, max: 65_535 }),
     /** SIGTERM: in-flight attempts finish (they last at most WEBHOOK_TIMEOUT); past this the process exits anyway. */

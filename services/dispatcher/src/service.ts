@@ -1,10 +1,10 @@
 import type { Server } from 'node:http';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
-import type { Kysely } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import { declareTopology, topology, type QueueLimits, type Topology } from '@trips/broker';
 import { connectBroker } from '@trips/broker/connect';
 import { compileValidators, type DeliveryMessage } from '@trips/contracts';
-import { createDb, pingDatabase, type Database } from '@trips/db';
+import { createDb, createPool, pingDatabase, type Database } from '@trips/db';
 import { countHeldDeliveries } from '@trips/db/held-deliveries';
 import { pruneWebhookAttempts } from '@trips/db/webhook-attempts';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
@@ -20,6 +20,8 @@ import { Mailer } from './mailer.ts';
 import { dispatcherMetrics } from './metrics.ts';
 import { DeliveryStore } from './store.ts';
 import { enforceSwitchOff } from './switch-off.ts';
+import { DeliveryTargetsCache } from './targets-cache.ts';
+import { TargetsListener, type TargetsCacheEvent } from './targets-listener.ts';
 
 export interface DispatcherService {
   readonly healthPort: number;
@@ -33,6 +35,12 @@ export interface DispatcherHooks {
   protection?: Partial<EndpointProtection>;
   /** Overrides the queues' bounds (tests; every replica must declare the same). */
   queueLimits?: QueueLimits;
+  /** Told of every webhook change notified, and when the cache starts or stops being used (tests). */
+  onTargetsCache?: (event: TargetsCacheEvent) => void;
+  /** Overrides the pause before the lost LISTEN connection is opened again (tests). */
+  targetsListenRetryMs?: number;
+  /** Told the text of every statement the dispatcher's pools send (tests that count round trips). */
+  onStatement?: (sql: string) => void;
 }
 
 /**
@@ -62,7 +70,7 @@ export async function startDispatcherService(
 ): Promise<DispatcherService> {
   // Every message is validated (fan-out.ts, deliverer.ts): compile the schemas before the first.
   compileValidators();
-  const db: Kysely<Database> = createDb(config.databaseUrl, { max: 10, applicationName: 'trips-dispatcher' });
+  const db = openDb(config.databaseUrl, { max: 10, applicationName: 'trips-dispatcher' }, hooks.onStatement);
   const names = topology(config.amqpPrefix, config.policy.queueDelaysMs, hooks.queueLimits);
   const connection = connectBroker(config.amqpUrl, logger);
 
@@ -72,8 +80,20 @@ export async function startDispatcherService(
     ca: config.ca,
   });
   const endpoints = createEndpoints(config, hooks.protection);
+  // One cache of webhooks per process, kept fresh by one LISTEN connection (targets-cache.ts); with
+  // DISPATCHER_WEBHOOK_CACHE_TTL 0 it is never trusted and every batch reads, as before it.
+  const targetsCache = new DeliveryTargetsCache({ ttlMs: config.webhookCacheTtlMs });
+  const targetsListener =
+    config.webhookCacheTtlMs > 0
+      ? new TargetsListener(
+          config.databaseUrl,
+          targetsCache,
+          logger.child({ component: 'webhook-changes' }),
+          { onEvent: hooks.onTargetsCache, retryMs: hooks.targetsListenRetryMs },
+        )
+      : undefined;
   // Deliveries in flight share their database round trips (store.ts, batching.ts).
-  const store = new DeliveryStore(db);
+  const store = new DeliveryStore(db, targetsCache);
   /** Tells a Postgres outage from a message that fails on its own (consumer.ts). */
   const postgresUp = () => pingDatabase(db).then(() => true);
   const { registry, inspector, metrics } = createMetrics(connection, { endpoints, names, db }, logger);
@@ -102,14 +122,20 @@ export async function startDispatcherService(
   // Quiet agencies' events look up their webhooks on connections and in batches of their own: an
   // import's lookups, in a busy Postgres, never stand in front of them. Attempts are recorded in
   // one pipeline per process, as two would wait on each other's lock of the webhook's row.
-  const expressDb: Kysely<Database> = createDb(config.databaseUrl, {
-    max: EXPRESS_POOL_SIZE,
-    applicationName: 'trips-dispatcher-express',
-  });
+  const expressDb = openDb(
+    config.databaseUrl,
+    { max: EXPRESS_POOL_SIZE, applicationName: 'trips-dispatcher-express' },
+    hooks.onStatement,
+  );
   const { fanOut, express, deliveries } = createConsumers(
     connection,
     config,
-    { names, postgresUp, deliverer, lookups: { fanOut: store, express: new DeliveryStore(expressDb) } },
+    {
+      names,
+      postgresUp,
+      deliverer,
+      lookups: { fanOut: store, express: new DeliveryStore(expressDb, targetsCache) },
+    },
     logger,
   );
   const loops = createLoops(db, config, { mailer, metrics }, logger);
@@ -123,6 +149,8 @@ export async function startDispatcherService(
     ready: async () => (await postgresUp()) && fanOut.connected && express.connected && deliveries.connected,
   });
   logger.info({ healthPort: portOf(health) }, 'health port open');
+  // Before the first delivery, so it can already use the cache; without Postgres it keeps trying.
+  await targetsListener?.start();
   await Promise.all([fanOut.ready(), express.ready(), deliveries.ready()]);
   lanes.start(deliverer, laneRetryPublisher(laneChannel));
   loops.mail.start();
@@ -137,6 +165,8 @@ export async function startDispatcherService(
       // need the channel (to ack, to queue retries) and the pool (to record attempts). The loops
       // next, each finishing its round; then the connections they all used.
       await Promise.all([fanOut.stop(), express.stop(), deliveries.stop(), lanes.stop()]);
+      // The consumers and lanes were the only lookups of webhooks: nothing needs their changes now.
+      await targetsListener?.stop();
       await laneChannel.close();
       // The mailer before its loop: a send hanging on a silent mail server would hold the loop's
       // round past the stop deadline; closed, it ends now and gives its notice back at once.
@@ -151,6 +181,19 @@ export async function startDispatcherService(
       logger.info('dispatcher stopped');
     },
   };
+}
+
+/** A pool as createDb opens it; with `onStatement`, it tells of every statement it sends. */
+function openDb(
+  url: string,
+  options: { max: number; applicationName: string },
+  onStatement?: (sql: string) => void,
+): Kysely<Database> {
+  if (!onStatement) return createDb(url, options);
+  return new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: createPool(url, options) }),
+    log: (event) => onStatement(event.query.sql),
+  });
 }
 
 /** Short-term endpoint protection: per-webhook concurrency, the slow-endpoint rule, the breaker. */

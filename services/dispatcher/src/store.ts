@@ -16,8 +16,10 @@ import {
   findDeliveryTarget,
   findDeliveryTargets,
   type DeliveryTarget,
+  type DeliveryTargetRead,
 } from '@trips/db/webhooks';
 import { Batcher } from './batching.ts';
+import type { DeliveryTargetsCache } from './targets-cache.ts';
 
 /** Deliveries in flight per process are bounded by the prefetch; this only caps one statement's size. */
 const MAX_BATCH = 500;
@@ -37,35 +39,38 @@ const idsBatcher = (run: (ids: number[]) => Promise<void>) =>
 /**
  * The reads and writes deliveries make, batched across the deliveries in flight (batching.ts):
  * fan-out's subscribed webhooks, a retried delivery's target, the attempts log, and the webhook
- * lanes (held deliveries). Same answers and the same freshness as one query per delivery: nothing
- * is cached.
+ * lanes (held deliveries). The webhooks are kept in the process's cache between batches
+ * (targets-cache.ts says how fresh they stay); what it does not hold is read on this store's
+ * pool, batched.
  */
 export class DeliveryStore {
   private readonly db: Kysely<Database>;
-  private readonly subscriptions: Batcher<{ agencyId: string; eventType: string }, DeliveryTarget[]>;
-  private readonly targets: Batcher<string, DeliveryTarget | undefined>;
+  private readonly cache: DeliveryTargetsCache;
+  private readonly readAgency: (agencyId: string) => Promise<DeliveryTargetRead[]>;
+  private readonly readWebhook: (webhookId: string) => Promise<DeliveryTargetRead | undefined>;
   private readonly attempts: Batcher<NewAttempt, void>;
   private readonly holds: Batcher<{ delivery: DeliveryMessage; notBefore?: Date }, void>;
   private readonly releases: Batcher<number, void>;
   private readonly unclaims: Batcher<number, void>;
 
-  constructor(db: Kysely<Database>) {
+  constructor(db: Kysely<Database>, cache: DeliveryTargetsCache) {
     this.db = db;
-    this.subscriptions = new Batcher({
-      runBatch: async (keys) => {
-        const byAgency = new Map<string, DeliveryTarget[]>();
-        for (const target of await activeDeliveryTargets(db, [...new Set(keys.map((k) => k.agencyId))])) {
+    this.cache = cache;
+    const agencies = new Batcher<string, DeliveryTargetRead[]>({
+      runBatch: async (agencyIds) => {
+        const byAgency = new Map<string, DeliveryTargetRead[]>();
+        for (const target of await activeDeliveryTargets(db, [...new Set(agencyIds)])) {
           const ofAgency = byAgency.get(target.agency_id);
           if (ofAgency) ofAgency.push(target);
           else byAgency.set(target.agency_id, [target]);
         }
-        return keys.map(({ agencyId, eventType }) => subscribedTo(eventType, byAgency.get(agencyId) ?? []));
+        return agencyIds.map((agencyId) => byAgency.get(agencyId) ?? []);
       },
-      runOne: async ({ agencyId, eventType }) =>
-        subscribedTo(eventType, await activeDeliveryTargets(db, [agencyId])),
+      runOne: (agencyId) => activeDeliveryTargets(db, [agencyId]),
       maxBatch: MAX_BATCH,
     });
-    this.targets = new Batcher({
+    this.readAgency = (agencyId) => agencies.call(agencyId);
+    const webhooks = new Batcher<string, DeliveryTargetRead | undefined>({
       runBatch: async (ids) => {
         const byId = new Map((await findDeliveryTargets(db, [...new Set(ids)])).map((t) => [t.id, t]));
         return ids.map((id) => byId.get(id));
@@ -73,6 +78,7 @@ export class DeliveryStore {
       runOne: (id) => findDeliveryTarget(db, id),
       maxBatch: MAX_BATCH,
     });
+    this.readWebhook = (webhookId) => webhooks.call(webhookId);
     this.attempts = new Batcher({
       // One statement, one commit: every attempt of the batch is on disk before any is acked.
       runBatch: async (list) => {
@@ -98,15 +104,15 @@ export class DeliveryStore {
 
   /**
    * The active webhooks of the agency subscribed to the type, ordered by id (spec 6.2), as their
-   * first attempts need them: read now, so a changed URL or secret applies.
+   * first attempts need them, as of the last change Postgres told of (targets-cache.ts).
    */
-  subscribed(agencyId: string, eventType: string): Promise<DeliveryTarget[]> {
-    return this.subscriptions.call({ agencyId, eventType });
+  async subscribed(agencyId: string, eventType: string): Promise<DeliveryTarget[]> {
+    return subscribedTo(eventType, await this.cache.agencyTargets(agencyId, this.readAgency));
   }
 
-  /** The webhook as an attempt needs it, read now so a changed URL or secret applies. */
+  /** The webhook as an attempt needs it, as of the last change Postgres told of (targets-cache.ts). */
   target(webhookId: string): Promise<DeliveryTarget | undefined> {
-    return this.targets.call(webhookId);
+    return this.cache.webhookTarget(webhookId, this.readWebhook);
   }
 
   /** Resolves once the attempt is committed, with the webhook's streak moved (recordAttempt). */
