@@ -12,6 +12,7 @@ import {
   deleteAmqpObjects,
   LogCapture,
   randomAmqpPrefix,
+  waitFor,
   type TestDatabase,
 } from '@trips/testkit';
 import {
@@ -21,6 +22,7 @@ import {
   type DispatcherService,
   type Outcome,
 } from '../src/index.ts';
+import type { TargetsCacheEvent } from '../src/targets-listener.ts';
 
 export interface TestDispatcher {
   db: Kysely<Database>;
@@ -28,7 +30,14 @@ export interface TestDispatcher {
   prefix: string;
   logs: LogCapture;
   outcomes: { outcome: Outcome; webhookId: string; eventId: string; attempt: number; at: number }[];
+  /** What the dispatcher heard of webhook changes, and when its cache started or stopped being used. */
+  targetsEvents: { event: TargetsCacheEvent; at: number }[];
   service: DispatcherService;
+  /**
+   * Makes a change of the agency's webhooks and waits until the dispatcher has heard of it (its
+   * NOTIFY): from then on every lookup sees it. Answers the change's result.
+   */
+  changeHeard<T>(agencyId: string, change: () => Promise<T>): Promise<T>;
   /** Publishes an event as the recorder would. */
   publish(agencyId: string, event: Event): Promise<void>;
   /** Stops the service (idempotent). */
@@ -64,8 +73,13 @@ export async function startTestDispatcher(
   const config = readConfig(settings);
   const logs = new LogCapture();
   const outcomes: TestDispatcher['outcomes'] = [];
+  const targetsEvents: TestDispatcher['targetsEvents'] = [];
   const service = await startDispatcherService(config, logs.logger, {
     ...hooks,
+    onTargetsCache: (event) => {
+      targetsEvents.push({ event, at: Date.now() });
+      hooks.onTargetsCache?.(event);
+    },
     onOutcome: (outcome, delivery) => {
       outcomes.push({
         outcome,
@@ -92,7 +106,26 @@ export async function startTestDispatcher(
     prefix,
     logs,
     outcomes,
+    targetsEvents,
     service,
+    changeHeard: async (agencyId, change) => {
+      const from = targetsEvents.length;
+      const result = await change();
+      await waitFor(
+        () =>
+          targetsEvents
+            .slice(from)
+            .some(
+              ({ event }) => event === 'all' || (typeof event === 'object' && event.agencyId === agencyId),
+            ),
+        {
+          timeoutMs: 5_000,
+          intervalMs: 5,
+          what: `the dispatcher to hear of the change of ${agencyId}'s webhooks`,
+        },
+      );
+      return result;
+    },
     publish: async (agencyId, event) => {
       const message: EventMessage = { agency_id: agencyId, event };
       channel.publish(names.eventsExchange, event.type, Buffer.from(JSON.stringify(message)), {
