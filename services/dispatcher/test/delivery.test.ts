@@ -179,11 +179,13 @@ describe('a 2xx delivery', () => {
     expect(verifySignature(request!, oldSecret)).toBe(true);
     expect(verifySignature(request!, newSecret)).toBe(true);
 
-    await d.db
-      .updateTable('webhook_secrets')
-      .set({ expires_at: sql<Date>`now() - interval '1 second'` })
-      .where('secret', '=', oldSecret)
-      .execute();
+    await d.changeHeard(agencyId, () =>
+      d.db
+        .updateTable('webhook_secrets')
+        .set({ expires_at: sql<Date>`now() - interval '1 second'` })
+        .where('secret', '=', oldSecret)
+        .execute(),
+    );
     const after = makeEvent();
     await d.publish(agencyId, after);
     const [later] = await waitFor(

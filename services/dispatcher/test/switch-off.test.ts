@@ -178,9 +178,12 @@ test('no 2xx for the window: warned at a third, switched off once, one e-mail pe
   };
   expect((await switchOffs(d)) + (await switchOffs(replica))).toBe(1);
 
-  // Switched back on (an owner's action) with a fresh streak, it gets events again.
+  // Switched back on (an owner's action) with a fresh streak, it gets events again: from the first
+  // event after both replicas heard of it.
   deadReceiver.answer = () => ({ status: 200 });
-  const enabled = await setWebhookEnabled(d.db, dead.id, true);
+  const enabled = await d.changeHeard(a.agencyId, () =>
+    replica.changeHeard(a.agencyId, () => setWebhookEnabled(d.db, dead.id, true)),
+  );
   expect(enabled).toMatchObject({ disabled_at: null, failing_since: null, warned_at: null });
   const afterEnable = makeEvent();
   await d.publish(a.agencyId, afterEnable);
