@@ -70,16 +70,17 @@ export class EnvReader {
     return fallback;
   }
 
-  duration(name: string, fallback: string): number {
-    return this.durations(name, fallback)[0]!;
+  /** One duration; `allowZero` for a setting whose 0 turns something off. */
+  duration(name: string, fallback: string, { allowZero = false } = {}): number {
+    return this.durations(name, fallback, { allowZero })[0]!;
   }
 
   /** A comma-separated list of durations, e.g. WEBHOOK_RETRY_DELAYS=1m,5m,30m. */
-  durations(name: string, fallback: string): number[] {
+  durations(name: string, fallback: string, { allowZero = false } = {}): number[] {
     const value = this.raw(name) ?? fallback;
     try {
       const list = value.split(',').map(parseDuration);
-      if (list.some((ms) => ms <= 0)) throw new Error('durations must be greater than zero');
+      if (!allowZero && list.some((ms) => ms <= 0)) throw new Error('durations must be greater than zero');
       return list;
     } catch (error) {
       this.problems.push(`${name}: ${(error as Error).message}`);

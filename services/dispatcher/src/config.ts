@@ -70,7 +70,7 @@ export function readConfig(source: Record<string, string | undefined> = process.
      * lost without the connection being seen to go; each expiry costs one read. 0 turns the cache
      * off: every delivery batch reads its webhooks, and no LISTEN connection is opened.
      */
-    webhookCacheTtlMs: env.duration('DISPATCHER_WEBHOOK_CACHE_TTL', '30s'),
+    webhookCacheTtlMs: env.duration('DISPATCHER_WEBHOOK_CACHE_TTL', '30s', { allowZero: true }),
     /** /healthz and /readyz; 0 picks a free port (tests). */
     healthPort: env.int('DISPATCHER_HEALTH_PORT', 3002, { min: 0, max: 65_535 }),
     /** SIGTERM: in-flight attempts finish (they last at most WEBHOOK_TIMEOUT); past this the process exits anyway. */

@@ -118,6 +118,19 @@ describe('configuration', () => {
       /DISPATCHER_BREAKER_WINDOW .* must be at least 1s/,
     );
   });
+
+  test('webhooks are kept 30 s without a notification; 0 turns the cache off', () => {
+    expect(readConfig({}).webhookCacheTtlMs).toBe(30_000);
+    expect(readConfig({ DISPATCHER_WEBHOOK_CACHE_TTL: '5s' }).webhookCacheTtlMs).toBe(5_000);
+    expect(readConfig({ DISPATCHER_WEBHOOK_CACHE_TTL: '0s' }).webhookCacheTtlMs).toBe(0);
+    expect(() => readConfig({ DISPATCHER_WEBHOOK_CACHE_TTL: 'soon' })).toThrow(
+      /DISPATCHER_WEBHOOK_CACHE_TTL/,
+    );
+    // Other durations still refuse 0.
+    expect(() => readConfig({ WEBHOOK_TIMEOUT: '0s' })).toThrow(
+      /WEBHOOK_TIMEOUT: durations must be greater than zero/,
+    );
+  });
 });
 
 test('the signature header: t, then one v1 per secret, each an HMAC of `<t>.<body>`', () => {
