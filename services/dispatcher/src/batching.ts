@@ -1,8 +1,9 @@
 /**
  * Turns calls made while an earlier batch is still running into one batch, so the deliveries in
  * flight share one database round trip (and one commit) instead of making one each: on a busy
- * dispatcher most of a delivery's cost was these round trips. No timer is involved: an idle
- * batcher starts a batch with the calls of the current tick, so a lone call waits for nothing.
+ * dispatcher most of a delivery's cost was these round trips. An idle batcher starts a batch with
+ * the calls of the current tick, so a lone call waits for nothing, unless it is given `lingerMs`:
+ * then it waits that long for more calls first (for writes whose callers can wait, see store.ts).
  * Each call is answered by a batch that started after it was made, so it sees what a query of its
  * own would have seen; nothing is cached between batches.
  *
@@ -14,6 +15,7 @@ export class Batcher<In, Out> {
   private readonly runBatch: (inputs: In[]) => Promise<Out[]>;
   private readonly runOne: (input: In) => Promise<Out>;
   private readonly maxBatch: number;
+  private readonly lingerMs: number;
   private queue: { input: In; resolve: (out: Out) => void; reject: (error: unknown) => void }[] = [];
   private running = false;
   private scheduled = false;
@@ -23,22 +25,28 @@ export class Batcher<In, Out> {
     runBatch: (inputs: In[]) => Promise<Out[]>;
     runOne: (input: In) => Promise<Out>;
     maxBatch: number;
+    /** How long an idle batcher waits for more calls before it starts a batch; default 0. */
+    lingerMs?: number;
   }) {
     this.runBatch = options.runBatch;
     this.runOne = options.runOne;
     this.maxBatch = options.maxBatch;
+    this.lingerMs = options.lingerMs ?? 0;
   }
 
   call(input: In): Promise<Out> {
     return new Promise((resolve, reject) => {
       this.queue.push({ input, resolve, reject });
       if (!this.running && !this.scheduled) {
-        // After the current tick, so the deliveries that arrived in one read from RabbitMQ go together.
+        // After the current tick (or the linger), so the deliveries that arrived in one read from
+        // RabbitMQ go together.
         this.scheduled = true;
-        process.nextTick(() => {
+        const start = () => {
           this.scheduled = false;
           void this.flush();
-        });
+        };
+        if (this.lingerMs > 0) setTimeout(start, this.lingerMs);
+        else process.nextTick(start);
       }
     });
   }

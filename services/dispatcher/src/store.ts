@@ -24,6 +24,14 @@ import type { DeliveryTargetsCache } from './targets-cache.ts';
 /** Deliveries in flight per process are bounded by the prefetch; this only caps one statement's size. */
 const MAX_BATCH = 500;
 
+/**
+ * How long a finished attempt waits for others before they are recorded together. At a steady
+ * rate attempts finish a few at a time, and each recording was a statement and a commit of its
+ * own; waiting this long gathers several into one (docs/benchmarks.md, "Pipeline"). Only the
+ * message's ack and the attempts log wait: the receiver has its delivery already.
+ */
+const RECORD_LINGER_MS = 10;
+
 /** The webhooks among an agency's active ones that subscribe to the type, keeping their order. */
 const subscribedTo = (eventType: string, targets: DeliveryTarget[]) =>
   targets.filter((target) => target.event_types.includes(eventType));
@@ -87,6 +95,7 @@ export class DeliveryStore {
       },
       runOne: (attempt) => recordAttempt(db, attempt),
       maxBatch: MAX_BATCH,
+      lingerMs: RECORD_LINGER_MS,
     });
     const hold = (held: { delivery: DeliveryMessage; notBefore?: Date }[]) =>
       holdDeliveries(
