@@ -125,7 +125,7 @@ export class Recorder {
     ];
     const results = await runScript(conn, [
       ...before,
-      recordEvents(conn, plan.events, { dueGroups: batchSize }),
+      recordEvents(plan.events, { dueGroups: batchSize }),
       ...deleteOutbox(rows.map((r) => r.id)),
       commit,
     ]);

@@ -15,6 +15,7 @@ import * as platformSecrets from './0013_platform_secrets.ts';
 import * as outboxFairClaim from './0014_outbox_fair_claim.ts';
 import * as fairDelivery from './0015_fair_delivery.ts';
 import * as deliveryTargetChanges from './0016_delivery_target_changes.ts';
+import * as recordEventsFunction from './0017_record_events.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -37,6 +38,7 @@ export const migrations: Record<string, Migration> = {
   '0014_outbox_fair_claim': outboxFairClaim,
   '0015_fair_delivery': fairDelivery,
   '0016_delivery_target_changes': deliveryTargetChanges,
+  '0017_record_events': recordEventsFunction,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,7 +1,6 @@
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventObjectType } from '../schema.ts';
 import type { Statement } from '../script.ts';
-import { takeDueGroups } from './groups.ts';
 import { queueHead, takeRoundRobin } from './round-robin.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -32,37 +31,30 @@ export interface StoredEvent {
  * statement, whose rows are the stored events. In the same script, drop and touch the batch's
  * groups before it, so a group this batch supersedes or extends is not taken as due.
  *
+ * The statement is the function record_events (migration 0017), which keeps its plan for the
+ * session: sent as text, it was parsed and planned anew for every batch. What it does: it takes
+ * (deletes) the groups due now by the database's clock, oldest due first, then numbers the given
+ * events and the groups' in that order, records them in `events`, queues them in
+ * `events_unpublished`, and answers the queued rows.
+ *
  * The caller must hold RECORD_LOCK (advisory-locks.ts): seq values are taken only under that lock and the
  * holder commits before the next takes any, so events become visible in seq order, which is what
- * lets GET /events read `seq > cursor` without ever skipping one (decisions.md D6). The ORDER BY
- * subquery is not flattened by the planner, so nextval() runs in input order.
+ * lets GET /events read `seq > cursor` without ever skipping one (decisions.md D6). The function
+ * numbers its input through an ORDER BY subquery the planner does not flatten, so nextval() runs in
+ * input order.
  */
-export function recordEvents(db: Db, events: readonly NewEvent[], options: { dueGroups: number }): Statement {
-  return sql`
-    WITH given AS (
-      SELECT * FROM unnest(${events.map((e) => e.agencyId)}::text[], ${events.map((e) => e.type)}::text[],
-                           ${events.map((e) => e.objectType)}::text[], ${events.map((e) => e.objectId)}::text[],
-                           ${events.map((e) => JSON.stringify(e.data))}::text[])
-        WITH ORDINALITY AS u(agency_id, type, object_type, object_id, data, ord)
-    ), due AS (${takeDueGroups(options.dueGroups)}
-    ), input AS (
-      SELECT agency_id, type, object_type, object_id, data::jsonb AS data, ord FROM given
-      UNION ALL
-      SELECT agency_id, object_type || '.updated', object_type, object_id, '{}'::jsonb,
-             ${events.length} + row_number() OVER (ORDER BY due_at, object_type, object_id)
-        FROM due
-    ), numbered AS (
-      SELECT nextval('events_seq') AS seq, gen_id('evt') AS id, i.agency_id, i.type, i.object_type,
-             i.object_id, i.data, date_trunc('milliseconds', clock_timestamp()) AS created_at
-        FROM (SELECT * FROM input ORDER BY ord) i
-    ), recorded AS (
-      INSERT INTO events (seq, id, agency_id, type, object_type, object_id, data, created_at)
-        SELECT seq, id, agency_id, type, object_type, object_id, data, created_at FROM numbered
-        RETURNING *
-    )
-    INSERT INTO events_unpublished (seq, id, agency_id, type, object_type, object_id, data, created_at)
-      SELECT seq, id, agency_id, type, object_type, object_id, data, created_at FROM recorded
-      RETURNING *`.compile(db);
+export function recordEvents(events: readonly NewEvent[], options: { dueGroups: number }): Statement {
+  return CompiledQuery.raw(
+    'SELECT * FROM record_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int)',
+    [
+      events.map((e) => e.agencyId),
+      events.map((e) => e.type),
+      events.map((e) => e.objectType),
+      events.map((e) => e.objectId),
+      events.map((e) => JSON.stringify(e.data)),
+      options.dueGroups,
+    ],
+  );
 }
 
 const DAY_MS = 86_400_000;

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventObjectType } from '../schema.ts';
 import type { Statement } from '../script.ts';
 
@@ -58,21 +58,6 @@ export function dropGroups(
       AS u(object_type, object_id)
      WHERE g.object_type = u.object_type AND g.object_id = u.object_id`.compile(db),
   ];
-}
-
-/**
- * Removes the groups due now (database clock), at most `limit`, answering each one's object, agency
- * and due time: for a statement that records their events in the same step (recordEvents). Under
- * RECORD_LOCK.
- */
-export function takeDueGroups(limit: number): RawBuilder<unknown> {
-  return sql`
-    DELETE FROM event_groups g USING (
-      SELECT object_type, object_id FROM event_groups WHERE due_at <= clock_timestamp()
-       ORDER BY due_at, object_type, object_id LIMIT ${limit}
-    ) d
-     WHERE g.object_type = d.object_type AND g.object_id = d.object_id
-    RETURNING g.object_type, g.object_id, g.agency_id, g.due_at`;
 }
 
 /** Whether there is anything for the recorder to do now: cheap enough to poll often. */
