@@ -40,7 +40,7 @@ export function readConfig(source: Record<string, string | undefined> = process.
      * How long a delivery may wait in memory for a slot of a busy, healthy webhook before it goes
      * to the webhook's lane (endpoints.ts); 0 sends every delivery beyond the slots to the lane.
      */
-    inlineWaitMs: env.duration('DISPATCHER_INLINE_WAIT', '250ms'),
+    inlineWaitMs: env.duration('DISPATCHER_INLINE_WAIT', '250ms', { allowZero: true }),
     /** Attempts from the webhook lanes in flight per dispatcher, over every webhook; lanes take turns. */
     laneMaxInFlight: env.int('DISPATCHER_LANE_MAX_IN_FLIGHT', 500, { min: 1, max: 100_000 }),
     /** How often a dispatcher looks for lanes holding deliveries (other dispatchers' holds, expired claims). */

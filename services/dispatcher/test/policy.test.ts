@@ -82,6 +82,12 @@ describe('configuration', () => {
     expect(config.breakerCooldownMs).toBe(30_000);
   });
 
+  test("DISPATCHER_INLINE_WAIT=0ms is taken, as documented: a busy webhook's deliveries go straight to its lane", () => {
+    expect(readConfig({}).inlineWaitMs).toBe(250);
+    expect(readConfig({ DISPATCHER_INLINE_WAIT: '0ms' }).inlineWaitMs).toBe(0);
+    expect(() => readConfig({ DISPATCHER_INLINE_WAIT: '-1ms' })).toThrow(/DISPATCHER_INLINE_WAIT/);
+  });
+
   test('the breaker cooldown shrinks with a short failure window, so tests compress it too (D9)', () => {
     expect(readConfig({ WEBHOOK_RETRY_DELAYS: '1s', WEBHOOK_FAILURE_WINDOW: '10s' }).breakerCooldownMs).toBe(
       2500,
