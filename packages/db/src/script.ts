@@ -30,6 +30,25 @@ export async function runScript(db: Db, statements: readonly Statement[]): Promi
 export const begin = CompiledQuery.raw('BEGIN');
 export const commit = CompiledQuery.raw('COMMIT');
 
+/**
+ * Runs `work` on one connection of the pool, for scripts that open a transaction in one round trip
+ * and end it in a later one. Should `work` fail, the transaction is rolled back before the
+ * connection goes back to the pool (a lost connection has rolled it back already).
+ */
+export function onOneConnection<T>(
+  db: Kysely<Database>,
+  work: (conn: Kysely<Database>) => Promise<T>,
+): Promise<T> {
+  return db.connection().execute(async (conn) => {
+    try {
+      return await work(conn);
+    } catch (error) {
+      await rollback(conn).catch(() => {});
+      throw error;
+    }
+  });
+}
+
 /** Ends the connection's transaction after a failed script; harmless when none is open. */
 export async function rollback(db: Db): Promise<void> {
   await sql.raw('ROLLBACK').execute(db);

@@ -1,10 +1,10 @@
 import type { Logger } from './logger.ts';
 
 /**
- * Runs `work` again and again: at once while it finds something to do, after `idleMs` when it
- * finds nothing, after a growing back-off (up to 5 s) when it fails. `kick()` ends an idle wait
- * early, or makes the round running now be followed at once by another. `stop()` lets the current round finish (the current batch commits or rolls back whole)
- * and resolves once it has.
+ * Runs `work` again and again: at once while it answers more than 0 (more to do), after `idleMs`
+ * when it answers 0, after a growing back-off (up to 5 s) when it fails. `kick()` ends an idle
+ * wait early, or makes the round running now be followed at once by another. `stop()` lets the
+ * current round finish (the current batch commits or rolls back whole) and resolves once it has.
  */
 export class Loop {
   private readonly name: string;

@@ -11,7 +11,7 @@ import {
   unpublishedHead,
   type StoredEvent,
 } from '@trips/db/events';
-import { begin, commit, rollback, runScript } from '@trips/db/script';
+import { begin, commit, onOneConnection, rollback, runScript } from '@trips/db/script';
 import { atMostEvery, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import { quietAgencyEvents } from './express.ts';
@@ -169,14 +169,7 @@ export class Publisher {
     const expected = this.expecting;
     this.expecting = false;
     if (!expected && !(await hasUnpublishedEvents(this.db))) return 0;
-    return this.db.connection().execute(async (conn) => {
-      try {
-        return await this.publish(conn);
-      } catch (error) {
-        await rollback(conn).catch(() => {}); // a lost connection rolled back already
-        throw error;
-      }
-    });
+    return onOneConnection(this.db, (conn) => this.publish(conn));
   }
 
   private async publish(conn: Kysely<Database>): Promise<number> {
@@ -188,7 +181,7 @@ export class Publisher {
     const window = this.window;
     const taken = await takeUnpublished(conn, window, head as StoredEvent[]);
     // Quiet agencies' events first, to the express queue: they never wait behind an import.
-    const express = quietAgencyEvents(taken, this.window);
+    const express = quietAgencyEvents(taken, window);
     const events = [...taken.filter((e) => express.has(e)), ...taken.filter((e) => !express.has(e))];
     this.returned.clear();
     const publish = (e: StoredEvent) =>
@@ -203,7 +196,7 @@ export class Publisher {
     // next agency's event. A chunk at a time, the queue overshoots by one chunk at most; larger
     // chunks while it has not refused lately (CALM_PUBLISH_CHUNK).
     const confirms: PromiseSettledResult<unknown>[] = [];
-    const size = this.window >= this.options.batchSize ? CALM_PUBLISH_CHUNK : PUBLISH_CHUNK;
+    const size = window >= this.options.batchSize ? CALM_PUBLISH_CHUNK : PUBLISH_CHUNK;
     for (let i = 0; i < events.length; i += size) {
       const chunk = await Promise.allSettled(events.slice(i, i + size).map(publish));
       confirms.push(...chunk);

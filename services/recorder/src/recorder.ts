@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '@trips/db';
 import { recordLock, takeRecordLock } from '@trips/db/advisory-locks';
 import {
@@ -10,7 +10,7 @@ import {
 } from '@trips/db/events';
 import { dropGroups, hasRecorderWork, touchGroups, type GroupKey, type GroupTouch } from '@trips/db/groups';
 import { claimOutbox, deleteOutbox, outboxHead } from '@trips/db/outbox';
-import { begin, commit, rollback, runScript } from '@trips/db/script';
+import { begin, commit, onOneConnection, runScript } from '@trips/db/script';
 import type { OutboxRow } from '@trips/db';
 import type { Logger } from '@trips/runtime';
 import { changeOf, classify, type Effect } from './catalogue.ts';
@@ -101,14 +101,7 @@ export class Recorder {
   async runBatch(): Promise<BatchResult> {
     if (!this.busy && !(await hasRecorderWork(this.db))) return { changes: 0, events: [], full: false };
     if (Date.now() + HOUR_MS > this.partitionsUntil) await this.ensurePartitions();
-    const result = await this.db.connection().execute(async (conn) => {
-      try {
-        return await this.record(conn);
-      } catch (error) {
-        await rollback(conn).catch(() => {}); // a lost connection rolled back already
-        throw error;
-      }
-    });
+    const result = await onOneConnection(this.db, (conn) => this.record(conn));
     this.busy = result.changes > 0 || result.events.length > 0;
     if (this.busy) this.logBatch(result);
     return result;
@@ -151,15 +144,20 @@ export class Recorder {
   private async ensurePartitions(): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       await takeRecordLock(trx);
-      this.partitionsUntil = await ensureEventPartitions(trx, new Date(Date.now() - HOUR_MS), 2);
+      await this.partitionsAhead(trx, new Date());
     });
+  }
+
+  /** Under RECORD_LOCK: partitions from an hour before `now` to two days on, and how far they go. */
+  private async partitionsAhead(trx: Transaction<Database>, now: Date): Promise<void> {
+    this.partitionsUntil = await ensureEventPartitions(trx, new Date(now.getTime() - HOUR_MS), 2);
   }
 
   /** Creates tomorrow's partitions and drops the expired ones; serialized with batches by RECORD_LOCK. */
   async maintain(now = new Date()): Promise<string[]> {
     return this.db.transaction().execute(async (trx) => {
       await takeRecordLock(trx);
-      this.partitionsUntil = await ensureEventPartitions(trx, new Date(now.getTime() - HOUR_MS), 2);
+      await this.partitionsAhead(trx, now);
       const dropped = await dropExpiredEventPartitions(
         trx,
         new Date(now.getTime() - this.options.retentionMs),
