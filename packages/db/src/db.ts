@@ -15,11 +15,15 @@ interface DbOptions {
   /** Pool size; the API's is sized against Postgres' max_connections divided by replicas. */
   max?: number;
   applicationName?: string;
+  /** Told the text of every query sent, one call per round trip (tests that count them). */
+  onStatement?: (sql: string) => void;
 }
 
 export function createDb(connectionString: string, options: DbOptions = {}): Kysely<Database> {
+  const { onStatement } = options;
   return new Kysely<Database>({
     dialect: new PostgresDialect({ pool: createPool(connectionString, options) }),
+    ...(onStatement && { log: (event) => onStatement(event.query.sql) }),
   });
 }
 

@@ -1,10 +1,10 @@
 import type { Server } from 'node:http';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
-import { Kysely, PostgresDialect } from 'kysely';
+import type { Kysely } from 'kysely';
 import { declareTopology, topology, type QueueLimits, type Topology } from '@trips/broker';
 import { connectBroker } from '@trips/broker/connect';
 import { compileValidators, type DeliveryMessage } from '@trips/contracts';
-import { createDb, createPool, pingDatabase, type Database } from '@trips/db';
+import { createDb, pingDatabase, type Database } from '@trips/db';
 import { countHeldDeliveries } from '@trips/db/held-deliveries';
 import { pruneWebhookAttempts } from '@trips/db/webhook-attempts';
 import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
@@ -70,7 +70,9 @@ export async function startDispatcherService(
 ): Promise<DispatcherService> {
   // Every message is validated (fan-out.ts, deliverer.ts): compile the schemas before the first.
   compileValidators();
-  const db = openDb(config.databaseUrl, { max: 10, applicationName: 'trips-dispatcher' }, hooks.onStatement);
+  const openDb = (max: number, applicationName: string) =>
+    createDb(config.databaseUrl, { max, applicationName, onStatement: hooks.onStatement });
+  const db = openDb(10, 'trips-dispatcher');
   const names = topology(config.amqpPrefix, config.policy.queueDelaysMs, hooks.queueLimits);
   const connection = connectBroker(config.amqpUrl, logger);
 
@@ -122,11 +124,7 @@ export async function startDispatcherService(
   // Quiet agencies' events look up their webhooks on connections and in batches of their own: an
   // import's lookups, in a busy Postgres, never stand in front of them. Attempts are recorded in
   // one pipeline per process, as two would wait on each other's lock of the webhook's row.
-  const expressDb = openDb(
-    config.databaseUrl,
-    { max: EXPRESS_POOL_SIZE, applicationName: 'trips-dispatcher-express' },
-    hooks.onStatement,
-  );
+  const expressDb = openDb(EXPRESS_POOL_SIZE, 'trips-dispatcher-express');
   const { fanOut, express, deliveries } = createConsumers(
     connection,
     config,
@@ -181,19 +179,6 @@ export async function startDispatcherService(
       logger.info('dispatcher stopped');
     },
   };
-}
-
-/** A pool as createDb opens it; with `onStatement`, it tells of every statement it sends. */
-function openDb(
-  url: string,
-  options: { max: number; applicationName: string },
-  onStatement?: (sql: string) => void,
-): Kysely<Database> {
-  if (!onStatement) return createDb(url, options);
-  return new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: createPool(url, options) }),
-    log: (event) => onStatement(event.query.sql),
-  });
 }
 
 /** Short-term endpoint protection: per-webhook concurrency, the slow-endpoint rule, the breaker. */

@@ -4,9 +4,9 @@
 // idle batch one EXISTS before them; a publisher batch is two (open + lock + read the head;
 // forget what was confirmed + commit), plus the EXISTS unless told events were just recorded.
 // However many changes the batch holds. A regression that adds a statement fails here.
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
-import { createPool, type Database } from '@trips/db';
+import { createDb, type Database } from '@trips/db';
 import {
   amqpUrl,
   createTestDatabase,
@@ -26,23 +26,13 @@ const exchange = `${prefix}trips.events`;
 const express = `${exchange}.express`;
 const queue = `${prefix}round-trips`;
 
-/** The texts sent to Postgres since the last reset, one per round trip. */
+/** The texts sent to Postgres since the last reset, one per round trip (kysely's query log). */
 let sent: string[] = [];
 let db: Kysely<Database>;
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  const pool = createPool(t.url, { max: 2 });
-  // After createPool's own listener, which gives each client its lean query: this counts what
-  // that query sends, one call per message to Postgres.
-  pool.on('connect', (client) => {
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as unknown as { query: typeof query }).query = (...args: unknown[]) => {
-      sent.push(typeof args[0] === 'string' ? args[0] : JSON.stringify(args[0]));
-      return query(...args);
-    };
-  });
-  db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  db = createDb(t.url, { max: 2, onStatement: (text) => sent.push(text) });
   connection = amqp.connect([amqpUrl]);
   await onAmqpChannel(async (ch) => {
     for (const name of [exchange, express]) await ch.assertExchange(name, 'topic', { durable: true });
