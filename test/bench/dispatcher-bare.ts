@@ -4,28 +4,12 @@
 // bodies, same headers, HMAC-SHA256 signature as in D7) over a shared keep-alive agent, to
 // BENCH_TARGET_URL. No queue, no database, no SSRF guard, no breaker. Driven over IPC:
 //   parent → { op: 'start' } … { op: 'stop' }  ← { stopped: true, sent, failures }
-import { createHmac } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { Agent } from 'node:https';
-import { createSecureContext, rootCertificates } from 'node:tls';
-import got from 'got';
 import { eventRecord } from '@trips/contracts';
+import { bareSender } from './bare-post.ts';
 
 const url = process.env.BENCH_TARGET_URL!;
 const concurrency = Number(process.env.BENCH_CONCURRENCY);
-const secret = process.env.BENCH_SECRET!;
-const ca = readFileSync(process.env.WEBHOOK_CA_FILE!, 'utf8');
-
-// The same TLS setup as the dispatcher's (sender.ts): the CA in one context on the agent.
-const secureContext = createSecureContext({ ca: [...rootCertificates, ca] });
-const agent = new Agent({ keepAlive: true, maxSockets: 256, secureContext });
-const client = got.extend({
-  agent: { https: agent },
-  timeout: { request: 10_000 },
-  retry: { limit: 0 },
-  throwHttpErrors: false,
-  followRedirect: false,
-});
+const post = bareSender({ caFile: process.env.WEBHOOK_CA_FILE!, secret: process.env.BENCH_SECRET! });
 
 let running = false;
 let sent = 0;
@@ -43,21 +27,7 @@ async function loop(): Promise<void> {
       data: {},
       created_at: new Date(),
     });
-    const body = JSON.stringify(event);
-    const t = Math.floor(Date.now() / 1000);
-    const signature = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
-    const response = await client
-      .post(url, {
-        body,
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'TripService-Webhooks/1',
-          'service-event-id': event.id,
-          'service-event-type': event.type,
-          'service-signature': `t=${t},v1=${signature}`,
-        },
-      })
-      .catch(() => undefined);
+    const response = await post(url, JSON.stringify(event), event).catch(() => undefined);
     sent++;
     if (!response || response.statusCode < 200 || response.statusCode >= 300) failures++;
   }

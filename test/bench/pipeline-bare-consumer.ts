@@ -7,18 +7,13 @@
 // the message requeued (at least once; the quorum queue's x-delivery-count numbers the attempt).
 // Its one webhook comes from the environment: no lookup of subscribers, no SSRF guard, no
 // breaker, no retry schedule, no switch-off, no fairness.
-import { createHmac } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { Agent } from 'node:https';
-import { createSecureContext, rootCertificates } from 'node:tls';
 import amqplib from 'amqplib';
-import got from 'got';
 import { createPool } from '@trips/db';
+import { bareSender } from './bare-post.ts';
 
 const PREFETCH = 100;
 const url = process.env.BENCH_WEBHOOK_URL!;
 const webhookId = process.env.BENCH_WEBHOOK_ID!;
-const secret = process.env.BENCH_SECRET!;
 const queue = process.env.AMQP_QUEUE!;
 const RECORD = {
   name: 'bare_record_attempt',
@@ -27,17 +22,7 @@ const RECORD = {
     'duration_ms, status_code, error, response_body, succeeded) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
 };
 
-const secureContext = createSecureContext({
-  ca: [...rootCertificates, readFileSync(process.env.WEBHOOK_CA_FILE!, 'utf8')],
-});
-const agent = new Agent({ keepAlive: true, maxSockets: 256, secureContext });
-const client = got.extend({
-  agent: { https: agent },
-  timeout: { request: 10_000 },
-  retry: { limit: 0 },
-  throwHttpErrors: false,
-  followRedirect: false,
-});
+const post = bareSender({ caFile: process.env.WEBHOOK_CA_FILE!, secret: process.env.BENCH_SECRET! });
 const pool = createPool(process.env.DATABASE_URL!, { max: 4, applicationName: 'bench-bare-consumer' });
 const connection = await amqplib.connect(process.env.AMQP_URL!);
 const channel = await connection.createChannel();
@@ -48,24 +33,13 @@ async function deliver(message: amqplib.ConsumeMessage): Promise<void> {
   const eventId = String(message.properties.messageId);
   const eventType = String(message.properties.type);
   const body = message.content.toString('utf8');
-  const t = Math.floor(Date.now() / 1000);
-  const signature = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
   const attemptedAt = new Date();
   const started = performance.now();
   let status: number | null = null;
   let error: string | null = null;
   let responseBody: string | null = null;
   try {
-    const response = await client.post(url, {
-      body,
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'TripService-Webhooks/1',
-        'service-event-id': eventId,
-        'service-event-type': eventType,
-        'service-signature': `t=${t},v1=${signature}`,
-      },
-    });
+    const response = await post(url, body, { id: eventId, type: eventType });
     status = response.statusCode;
     responseBody = response.body.slice(0, 1024);
     if (status < 200 || status >= 300) error = `HTTP ${status}`;
