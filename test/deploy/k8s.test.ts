@@ -1,191 +1,21 @@
-// k8s/: both overlays rendered with `kubectl kustomize` (on this machine and in CI), every object
-// validated against the Kubernetes OpenAPI schemas (kubernetes-models: types, enums and required
-// fields), then the policy of docs/operations.md checked on each workload: probes on the health
-// port, a restricted security context, requests and limits, a grace period longer than the stop
-// deadline, and only settings each service reads, with values its config accepts.
-import { execFileSync } from 'node:child_process';
-import { parse, parseAllDocuments } from 'yaml';
+// k8s/: every overlay rendered with `kubectl kustomize` (on this machine and in CI), every object
+// validated against the Kubernetes OpenAPI schemas or the operators' vendored CRDs, then the policy
+// of docs/operations.md checked on each workload (the checks are in k8s-checks.ts; the engines
+// themselves in k8s-engines.test.ts).
+import { parse } from 'yaml';
+import { deployables, readText, services, settingsRead } from './helpers.ts';
 import {
-  deployables,
-  durationMs,
-  readText,
-  root,
-  services,
-  settingsRead,
-  type Deployable,
-} from './helpers.ts';
+  deploymentProblems,
+  podProblems,
+  render,
+  schemaProblems,
+  secretKeys,
+  secretSettings,
+  selects,
+  sourcesOf,
+} from './k8s-checks.ts';
 
-type Obj = {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: any };
-} & any;
-
-const rendered = new Map<string, Obj[]>();
-
-/** The overlay as kubectl renders it; a fresh copy each time, rendered once per file. */
-function render(overlay: string): Obj[] {
-  if (!rendered.has(overlay)) rendered.set(overlay, renderWithKubectl(overlay));
-  return structuredClone(rendered.get(overlay)!);
-}
-
-function renderWithKubectl(overlay: string): Obj[] {
-  let out: string;
-  try {
-    out = execFileSync('kubectl', ['kustomize', overlay], { cwd: root, encoding: 'utf8', stdio: 'pipe' });
-  } catch (error: any) {
-    if (error.code === 'ENOENT') {
-      throw new Error(
-        'kubectl is needed to render k8s/ (apt-get install kubectl, or google-cloud-cli-kubectl)',
-        {
-          cause: error,
-        },
-      );
-    }
-    throw new Error(`kubectl kustomize ${overlay} failed: ${error.stderr ?? error.message}`, {
-      cause: error,
-    });
-  }
-  return parseAllDocuments(out).map((doc) => doc.toJS());
-}
-
-/** Problems of one object against the Kubernetes schema of its apiVersion and kind. */
-async function schemaProblems(object: Obj): Promise<string[]> {
-  const { apiVersion, kind } = object;
-  const path = apiVersion?.includes('/') ? `${apiVersion}/${kind}` : `v1/${kind}`;
-  let Model: new (data: unknown) => { validate(): void };
-  try {
-    Model = (await import(`kubernetes-models/${path}`))[kind];
-    if (!Model) throw new Error('no such kind');
-  } catch {
-    return [`${apiVersion} ${kind}: no Kubernetes schema for this apiVersion and kind`];
-  }
-  try {
-    new Model(object).validate();
-    return [];
-  } catch (error) {
-    return [`${kind}/${object.metadata?.name}: ${(error as Error).message}`];
-  }
-}
-
-const secretKeys = Object.keys(parse(readText('k8s/secret.example.yaml')).stringData);
-const secretSettings = new Set(['DATABASE_URL', 'AMQP_URL', 'SMTP_URL', 'REDIS_URL']);
-const placeholders: Record<string, string> = {
-  DATABASE_URL: 'postgres://trips:x@postgres:5432/trips',
-  AMQP_URL: 'amqps://trips:x@rabbitmq:5671',
-  SMTP_URL: 'smtps://u:x@smtp.example.com:465',
-  REDIS_URL: 'rediss://:x@redis:6380',
-};
-
-/** The environment a container gets: its ConfigMaps, its literal values, its secrets (placeholders). */
-function containerEnv(
-  container: any,
-  configMaps: Map<string, Record<string, string>>,
-): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const from of container.envFrom ?? [])
-    Object.assign(env, configMaps.get(from.configMapRef?.name) ?? {});
-  for (const e of container.env ?? []) {
-    if (e.value !== undefined) env[e.name] = String(e.value);
-    else if (e.valueFrom?.secretKeyRef) env[e.name] = placeholders[e.valueFrom.secretKeyRef.key] ?? 'x';
-    else if (e.valueFrom?.configMapKeyRef) {
-      env[e.name] = configMaps.get(e.valueFrom.configMapKeyRef.name)?.[e.valueFrom.configMapKeyRef.key] ?? '';
-    }
-  }
-  return env;
-}
-
-function podProblems(pod: any, d: Deployable, configMaps: Map<string, Record<string, string>>, name: string) {
-  const problems: string[] = [];
-  const say = (message: string) => problems.push(`${name}: ${message}`);
-  if (pod.securityContext?.runAsNonRoot !== true) say('pod securityContext.runAsNonRoot is not true');
-  if (pod.securityContext?.seccompProfile?.type !== 'RuntimeDefault')
-    say('pod seccompProfile is not RuntimeDefault');
-  if (pod.automountServiceAccountToken !== false) say('mounts a service account token it does not need');
-  const containers = pod.containers ?? [];
-  if (containers.length !== 1) say(`${containers.length} containers, expected 1`);
-  for (const c of containers) {
-    const sc = c.securityContext ?? {};
-    if (sc.allowPrivilegeEscalation !== false) say(`${c.name}: allowPrivilegeEscalation is not false`);
-    if (sc.readOnlyRootFilesystem !== true) say(`${c.name}: readOnlyRootFilesystem is not true`);
-    if (!(sc.capabilities?.drop ?? []).includes('ALL')) say(`${c.name}: capabilities do not drop ALL`);
-    if (sc.privileged) say(`${c.name}: privileged`);
-    const tmp = (c.volumeMounts ?? []).find((m: any) => m.mountPath === '/tmp');
-    if (!tmp || !(pod.volumes ?? []).some((v: any) => v.name === tmp.name && v.emptyDir)) {
-      say(`${c.name}: no emptyDir on /tmp under the read-only root`);
-    }
-    for (const kind of ['requests', 'limits']) {
-      for (const resource of ['cpu', 'memory']) {
-        if (!c.resources?.[kind]?.[resource]) say(`${c.name}: no ${resource} ${kind}`);
-      }
-    }
-    if (c.command || c.args) say(`${c.name}: overrides the image's command (the package's start script)`);
-    // Only settings the service reads; secrets only from the Secret; values its config accepts.
-    const known = settingsRead(d);
-    for (const e of c.env ?? []) {
-      if (!known.has(e.name)) say(`${c.name}: sets ${e.name}, which it does not read`);
-      if (secretSettings.has(e.name) && !e.valueFrom?.secretKeyRef)
-        say(`${c.name}: ${e.name} not from a Secret`);
-      const ref = e.valueFrom?.secretKeyRef;
-      if (ref && (ref.name !== 'trips-secrets' || !secretKeys.includes(ref.key))) {
-        say(
-          `${c.name}: ${e.name} from ${ref.name}/${ref.key}, which k8s/secret.example.yaml does not describe`,
-        );
-      }
-    }
-    const env = containerEnv(c, configMaps);
-    for (const required of d.required) if (!(required in env)) say(`${c.name}: ${required} is not set`);
-    try {
-      d.parse(env);
-    } catch (error) {
-      say(`${c.name}: its config refuses this environment: ${(error as Error).message}`);
-    }
-  }
-  return problems;
-}
-
-/** Everything a service Deployment must have (docs/operations.md); answers the problems found. */
-function deploymentProblems(
-  dep: any,
-  d: Deployable,
-  configMaps: Map<string, Record<string, string>>,
-): string[] {
-  const name = `Deployment/${dep.metadata?.name}`;
-  const pod = dep.spec?.template?.spec ?? {};
-  const problems = podProblems(pod, d, configMaps, name);
-  const say = (message: string) => problems.push(`${name}: ${message}`);
-  for (const c of pod.containers ?? []) {
-    const env = containerEnv(c, configMaps);
-    const port = Number(env[d.health!.env] ?? d.health!.default);
-    const portOf = (p: unknown) =>
-      typeof p === 'number' ? p : (c.ports ?? []).find((x: any) => x.name === p)?.containerPort;
-    const probes = { livenessProbe: '/healthz', readinessProbe: '/readyz', startupProbe: '/healthz' };
-    for (const [probe, path] of Object.entries(probes)) {
-      const get = c[probe]?.httpGet;
-      if (!get) say(`${c.name}: no ${probe}`);
-      else {
-        if (get.path !== path) say(`${c.name}: ${probe} asks ${get.path}, expected ${path}`);
-        if (portOf(get.port) !== port)
-          say(`${c.name}: ${probe} on port ${get.port}, the service listens on ${port}`);
-      }
-    }
-    // SIGKILL must not cut a graceful stop that is still within its deadline (plus any preStop).
-    const deadlineS = durationMs(env[d.stopDeadline!.env] ?? d.stopDeadline!.default) / 1000;
-    const preStop = c.lifecycle?.preStop?.exec?.command;
-    const preStopS =
-      preStop?.[0] === 'sleep' ? Number(preStop[1]) : (c.lifecycle?.preStop?.sleep?.seconds ?? 0);
-    const grace = pod.terminationGracePeriodSeconds;
-    if (grace === undefined || grace <= deadlineS + preStopS) {
-      say(
-        `terminationGracePeriodSeconds ${grace} is not above ${d.stopDeadline!.env} ${deadlineS}s + preStop ${preStopS}s`,
-      );
-    }
-  }
-  return problems;
-}
-
-const selects = (selector: any, labels: any) =>
-  !!selector?.matchLabels && Object.entries(selector.matchLabels).every(([k, v]) => labels?.[k] === v);
+const overlays = ['dev', 'prod'];
 
 describe.each([
   ['dev', 'trips-dev'],
@@ -193,9 +23,8 @@ describe.each([
 ])('k8s/overlays/%s', (overlay, namespace) => {
   const objects = render(`k8s/overlays/${overlay}`);
   const byKind = (kind: string) => objects.filter((o) => o.kind === kind);
-  const configMaps = new Map<string, Record<string, string>>(
-    byKind('ConfigMap').map((c) => [c.metadata.name, c.data ?? {}]),
-  );
+  const sources = sourcesOf(objects);
+  const { configMaps } = sources;
   const deploymentOf = (component: string) =>
     byKind('Deployment').find((o) => o.metadata.labels?.['app.kubernetes.io/component'] === component);
 
@@ -215,7 +44,7 @@ describe.each([
     (s) => {
       const dep = deploymentOf(s);
       expect(dep).toBeDefined();
-      expect(deploymentProblems(dep, deployables[s], configMaps)).toEqual([]);
+      expect(deploymentProblems(dep, deployables[s], sources)).toEqual([]);
       expect(dep.spec.template.spec.containers[0].image).toMatch(new RegExp(`(^|/)trips/${s}:[\\w.-]+$`));
     },
   );
@@ -226,7 +55,7 @@ describe.each([
     const pod = job.spec.template.spec;
     expect(pod.restartPolicy).toBe('Never');
     expect(pod.containers[0].image).toMatch(/(^|\/)trips\/migrate:[\w.-]+$/);
-    expect(podProblems(pod, deployables.migrate, configMaps, 'Job/trips-migrate')).toEqual([]);
+    expect(podProblems(pod, deployables.migrate, sources, 'Job/trips-migrate')).toEqual([]);
   });
 
   test('every shared setting is read by some service, and every service gets the settings', () => {
@@ -283,7 +112,7 @@ describe.each([
     expect(service.spec.ports.map((p: any) => p.name)).toContain(backend.port.name);
   });
 
-  if (overlay === 'prod') {
+  if (overlay.startsWith('prod')) {
     test('prod pins image versions and requires SMTP_URL', () => {
       const images = objects
         .flatMap((o) => o.spec?.template?.spec?.containers ?? [])
@@ -303,16 +132,14 @@ test('k8s/secret.example.yaml is a valid Secret that no kustomization applies', 
   const secret = parse(readText('k8s/secret.example.yaml'));
   expect(await schemaProblems(secret)).toEqual([]);
   expect(secretKeys.sort()).toEqual([...secretSettings].sort());
-  for (const overlay of ['dev', 'prod']) {
+  for (const overlay of overlays) {
     expect(render(`k8s/overlays/${overlay}`).filter((o) => o.kind === 'Secret')).toEqual([]);
   }
 });
 
 describe('the checks fail on broken manifests', () => {
   const objects = render('k8s/overlays/prod');
-  const configMaps = new Map<string, Record<string, string>>(
-    objects.filter((o) => o.kind === 'ConfigMap').map((c) => [c.metadata.name, c.data ?? {}]),
-  );
+  const sources = sourcesOf(objects);
   const api = () =>
     structuredClone(objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'trips-api'));
 
@@ -382,16 +209,25 @@ describe('the checks fail on broken manifests', () => {
       },
       /REDIS_URL not from a Secret/,
     ],
+    [
+      "a database URL from an operator's Secret the overlay has no engine for",
+      (c: any) =>
+        (c.env.find((e: any) => e.name === 'DATABASE_URL').valueFrom.secretKeyRef = {
+          name: 'trips-postgres-app',
+          key: 'uri',
+        }),
+      /DATABASE_URL from trips-postgres-app\/uri, which neither/,
+    ],
   ])('policy: %s', (_what, breakIt, message) => {
     const broken = api();
     breakIt(broken.spec.template.spec.containers[0]);
-    expect(deploymentProblems(broken, deployables.api, configMaps).join('\n')).toMatch(message);
+    expect(deploymentProblems(broken, deployables.api, sources).join('\n')).toMatch(message);
   });
 
   test('policy: a grace period not above the stop deadline and the preStop sleep', () => {
     const broken = api();
     broken.spec.template.spec.terminationGracePeriodSeconds = 25; // 5 s preStop + 20 s deadline
-    expect(deploymentProblems(broken, deployables.api, configMaps).join('\n')).toMatch(
+    expect(deploymentProblems(broken, deployables.api, sources).join('\n')).toMatch(
       /terminationGracePeriodSeconds 25 is not above API_SHUTDOWN_DEADLINE 20s \+ preStop 5s/,
     );
   });
@@ -399,6 +235,6 @@ describe('the checks fail on broken manifests', () => {
   test('policy: a pod that may run as root', () => {
     const broken = api();
     delete broken.spec.template.spec.securityContext.runAsNonRoot;
-    expect(deploymentProblems(broken, deployables.api, configMaps).join('\n')).toMatch(/runAsNonRoot/);
+    expect(deploymentProblems(broken, deployables.api, sources).join('\n')).toMatch(/runAsNonRoot/);
   });
 });
