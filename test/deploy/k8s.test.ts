@@ -15,11 +15,12 @@ import {
   sourcesOf,
 } from './k8s-checks.ts';
 
-const overlays = ['dev', 'prod'];
+const overlays = ['dev', 'prod', 'prod-engines'];
 
 describe.each([
   ['dev', 'trips-dev'],
   ['prod', 'trips'],
+  ['prod-engines', 'trips'],
 ])('k8s/overlays/%s', (overlay, namespace) => {
   const objects = render(`k8s/overlays/${overlay}`);
   const byKind = (kind: string) => objects.filter((o) => o.kind === kind);
