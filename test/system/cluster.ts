@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { stopBroker } from '@trips/testkit';
+import { adminQuery, stopBroker, stopContainer } from '@trips/testkit';
 import { startChild, waitReady, type Child } from '../bench/dispatcher-procs.ts';
 
 const run = promisify(execFile);
@@ -173,29 +173,36 @@ async function runAlone(command: string, args: string[]): Promise<void> {
 }
 
 async function pgReady(): Promise<boolean> {
-  return run('pg_isready', ['-h', '127.0.0.1', '-p', '5432', '-q']).then(
+  return adminQuery('SELECT 1').then(
     () => true,
     () => false,
   );
 }
 
 /**
- * Stops the machine's PostgreSQL (fast mode: sessions are cut off, as in a crash of the server or
- * a failover) and answers the function that starts it and waits until it accepts connections.
- * Needs pg_ctlcluster (Debian's postgresql-common) and root.
+ * Stops PostgreSQL (fast mode: sessions are cut off, as in a crash of the server or a failover) and
+ * answers the function that starts it and waits until it accepts connections. The machine's
+ * needs pg_ctlcluster (Debian's postgresql-common) and root; the run's container, its runtime.
  */
 export async function stopPostgres(): Promise<() => Promise<void>> {
-  const cluster = ['--skip-systemctl-redirect', postgresVersion(), 'main'];
-  await runAlone('pg_ctlcluster', [...cluster, 'stop', '-m', 'fast']);
+  const start = await stopPostgresServer();
   let started = false;
   return async () => {
     if (started) return;
     started = true;
-    await runAlone('pg_ctlcluster', [...cluster, 'start']);
+    await start();
     const deadline = Date.now() + 60_000;
     while (!(await pgReady())) {
       if (Date.now() > deadline) throw new Error('PostgreSQL did not accept connections within 60 s');
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   };
+}
+
+async function stopPostgresServer(): Promise<() => Promise<void>> {
+  const container = process.env.TEST_POSTGRES_CONTAINER;
+  if (container) return stopContainer(container);
+  const cluster = ['--skip-systemctl-redirect', postgresVersion(), 'main'];
+  await runAlone('pg_ctlcluster', [...cluster, 'stop', '-m', 'fast']);
+  return () => runAlone('pg_ctlcluster', [...cluster, 'start']);
 }

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import amqplib, { type ConfirmChannel } from 'amqplib';
 import type { ServiceProcess } from './process.ts';
+import { execInContainer } from './services/in-container.ts';
 import { waitFor } from './wait.ts';
 
 /** Tests read the broker from AMQP_URL (the machine's own RabbitMQ, or CI's). */
@@ -145,18 +146,26 @@ export async function deleteAmqpObjects(names: { queues?: string[]; exchanges?: 
 
 const run = promisify(execFile);
 
+/** rabbitmqctl of this machine's broker, or of the run's RabbitMQ container (services/run.ts). */
+async function rabbitmqctl(command: string): Promise<void> {
+  const container = process.env.TEST_RABBITMQ_CONTAINER;
+  if (container) await execInContainer(container, ['rabbitmqctl', command]);
+  else await run('rabbitmqctl', [command], { timeout: 60_000 });
+}
+
 /**
- * Stops the local RabbitMQ application (the Erlang node stays up) for a test of reconnection, and
+ * Stops the RabbitMQ application (the Erlang node stays up) for a test of reconnection, and
  * answers a function that starts it again. Always call that in a `finally`: other test files share
- * the broker. Needs rabbitmqctl on PATH and the right to use it (root on the dev machine).
+ * the broker. On this machine it needs rabbitmqctl on PATH and the right to use it (root on the
+ * dev machine); in the run's container, the container runtime.
  */
 export async function stopBroker(): Promise<() => Promise<void>> {
-  await run('rabbitmqctl', ['stop_app'], { timeout: 60_000 });
+  await rabbitmqctl('stop_app');
   let started = false;
   return async () => {
     if (started) return;
     started = true;
-    await run('rabbitmqctl', ['start_app'], { timeout: 60_000 });
-    await run('rabbitmqctl', ['await_startup'], { timeout: 60_000 }).catch(() => {});
+    await rabbitmqctl('start_app');
+    await rabbitmqctl('await_startup').catch(() => {});
   };
 }

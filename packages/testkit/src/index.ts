@@ -15,3 +15,4 @@ export {
   type ObjectRef,
 } from './activity.ts';
 export { startServiceProcess, type ServiceProcess } from './process.ts';
+export { stopContainer } from './services/in-container.ts';
