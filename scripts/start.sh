@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/trips}"
 export AMQP_URL="${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
+# Those when they answer, else docker compose's (sets $infrastructure for the banner).
+. scripts/infrastructure.sh
 export PORT="${PORT:-3000}"
 receiver_port="${DEMO_RECEIVER_PORT:-4000}"
 # The services' JSON logs show warnings and errors only, so the demo's own lines stay readable
@@ -92,6 +94,7 @@ $watch
 API settings page (keys, webhooks, delivery log): http://localhost:${PORT}/settings
   sign in as $owner_email with the password $owner_password
 API reference: http://localhost:${PORT}/docs. Ctrl-C stops everything.
+PostgreSQL, RabbitMQ and Redis: $infrastructure.
 The services log at level $service_log_level here (LOG_LEVEL=info bash scripts/start.sh shows every request).
 
 INFO

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv2019 } from 'ajv/dist/2019.js';
+import { testImages } from '@trips/testkit';
 import { parse } from 'yaml';
 import {
   deployables,
@@ -154,4 +155,17 @@ test('the backing services and the demo pieces are there', () => {
   expect(compose.services['demo-receiver'].image).toBe(compose.services['demo-setup'].image);
   expect(compose.services['demo-setup'].build).toEqual({ context: '.', target: 'demo' });
   expect(compose.services['demo-setup'].environment.DEMO_RECEIVER_URL).toMatch(/^https:\/\/demo-receiver:/);
+});
+
+// start.sh runs these four when the machine has no PostgreSQL, RabbitMQ or Redis, and the tests
+// run the first three in containers (packages/testkit/src/services/): the same versions.
+test('the infrastructure start.sh takes from compose, on the ports it expects; the tests use the same images', () => {
+  const published = (name: string) => compose.services[name].ports as string[];
+  expect(published('postgres')).toContain('127.0.0.1:5432:5432');
+  expect(published('rabbitmq')).toContain('127.0.0.1:5672:5672');
+  expect(published('redis')).toContain('127.0.0.1:6379:6379');
+  expect(published('mailpit')).toContain('127.0.0.1:1025:1025');
+  expect(compose.services.postgres.image).toBe(testImages.postgres);
+  expect(compose.services.rabbitmq.image).toBe(`${testImages.rabbitmq}-management`);
+  expect(compose.services.redis.image).toBe(testImages.redis);
 });

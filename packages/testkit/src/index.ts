@@ -16,3 +16,4 @@ export {
 } from './activity.ts';
 export { startServiceProcess, type ServiceProcess } from './process.ts';
 export { stopContainer } from './services/in-container.ts';
+export { testImages } from './services/images.ts';

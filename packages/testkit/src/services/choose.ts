@@ -1,5 +1,5 @@
 import { containerRuntimeProblem } from './containers.ts';
-import { address, silentServices } from './probe.ts';
+import { describeSilent, silentServices } from './probe.ts';
 
 export type TestServices = 'local' | 'containers';
 
@@ -30,8 +30,7 @@ export async function chooseTestServices(env: Record<string, string | undefined>
   if (forced !== 'containers') {
     const missing = await silentServices(env);
     if (missing.length === 0) return 'local';
-    const names = missing.map(({ service, url }) => `${service.name} at ${address(service, url)}`);
-    silent = `${names.slice(0, -1).join(', ')}${names.length > 1 ? ' and ' : ''}${names.at(-1)} ${names.length > 1 ? 'do' : 'does'} not answer`;
+    silent = describeSilent(missing);
     if (forced === 'local') throw new NoTestServices(`TEST_SERVICES=local, and ${silent}`);
   }
   const problem = await containerRuntimeProblem(env.TEST_RUNTIME_TIMEOUT ?? '10s');

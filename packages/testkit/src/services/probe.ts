@@ -1,10 +1,10 @@
 import { connect } from 'node:net';
 
-/** The three services every test needs, by the variable that locates each. */
+/** The three services every test needs, by the variable that locates each and docker-compose.yml's name. */
 export const backingServices = [
-  { name: 'PostgreSQL', variable: 'DATABASE_URL', defaultPort: 5432 },
-  { name: 'RabbitMQ', variable: 'AMQP_URL', defaultPort: 5672 },
-  { name: 'Redis', variable: 'REDIS_URL', defaultPort: 6379 },
+  { name: 'PostgreSQL', variable: 'DATABASE_URL', defaultPort: 5432, compose: 'postgres' },
+  { name: 'RabbitMQ', variable: 'AMQP_URL', defaultPort: 5672, compose: 'rabbitmq' },
+  { name: 'Redis', variable: 'REDIS_URL', defaultPort: 6379, compose: 'redis' },
 ] as const;
 
 export type BackingService = (typeof backingServices)[number];
@@ -49,4 +49,11 @@ export async function silentServices(
     }),
   );
   return probed.filter((p) => !p.answered).map(({ service, url }) => ({ service, url }));
+}
+
+/** "PostgreSQL at 127.0.0.1:5432 and Redis at 127.0.0.1:6379 do not answer". */
+export function describeSilent(silent: { service: BackingService; url: string }[]): string {
+  const names = silent.map(({ service, url }) => `${service.name} at ${address(service, url)}`);
+  const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : names[0];
+  return `${list} ${names.length > 1 ? 'do' : 'does'} not answer`;
 }
