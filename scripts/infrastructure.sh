@@ -12,7 +12,7 @@ elif docker info >/dev/null 2>&1; then
   # shellcheck disable=SC2086 # one word per compose service
   docker compose up --detach --wait $silent mailpit
   export SMTP_URL="${SMTP_URL:-smtp://127.0.0.1:1025}"
-  infrastructure="docker compose's $silent and mailpit (e-mails on http://localhost:8025; docker compose stop stops them)"
+  infrastructure="docker compose's $silent mailpit (e-mails on http://localhost:8025; 'docker compose stop' stops them)"
 else
   cat >&2 <<MESSAGE
 start: $silent_sentence, and Docker does not either (docker info failed).

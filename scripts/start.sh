@@ -94,7 +94,7 @@ $watch
 API settings page (keys, webhooks, delivery log): http://localhost:${PORT}/settings
   sign in as $owner_email with the password $owner_password
 API reference: http://localhost:${PORT}/docs. Ctrl-C stops everything.
-PostgreSQL, RabbitMQ and Redis: $infrastructure.
+Infrastructure: $infrastructure.
 The services log at level $service_log_level here (LOG_LEVEL=info bash scripts/start.sh shows every request).
 
 INFO

@@ -20,6 +20,6 @@ export async function execInContainer(id: string, command: string[]): Promise<vo
  */
 export async function stopContainer(id: string): Promise<() => Promise<void>> {
   const { client, container: target } = await container(id);
-  await client.stop(target, { timeout: 30 });
+  await client.stop(target, { timeout: 30_000 });
   return () => client.start(target);
 }
