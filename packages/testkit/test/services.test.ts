@@ -158,10 +158,18 @@ test('TEST_SERVICES=local when they do not answer: the message, and no runtime a
   expect(asked).toBe(0);
 });
 
-test('TEST_SERVICES of another value is refused by name', async () => {
-  const ran = await decide({ ...local, TEST_SERVICES: 'docker' });
-  expect(ran.code).toBe(1);
-  expect(ran.stderr).toMatch(/^test services: TEST_SERVICES is "docker", and may be local or containers\.\n/);
+test('a bad setting is refused by name, without a stack trace', async () => {
+  const refused = async (env: Record<string, string>, message: string) => {
+    const ran = await decide({ ...local, ...env });
+    expect(ran).toMatchObject({ code: 1, stdout: '' });
+    expect(ran.stderr).toBe(`test services: ${message}\n`);
+  };
+  await refused({ TEST_SERVICES: 'docker' }, 'TEST_SERVICES is "docker"; it may be local or containers');
+  await refused(
+    { TEST_SERVICES: 'containers', TEST_RUNTIME_TIMEOUT: 'soon' },
+    "TEST_RUNTIME_TIMEOUT: 'soon' is not a duration (use e.g. 500ms, 10s, 1m, 2h, 3d)",
+  );
+  await refused({ REDIS_URL: 'localhost' }, 'REDIS_URL is not a URL: "localhost"');
 });
 
 test("the README's test command: nothing reachable and no runtime, the message and exit 1 before jest starts", async () => {

@@ -24,7 +24,7 @@ export class NoTestServices extends Error {
 export async function chooseTestServices(env: Record<string, string | undefined>): Promise<TestServices> {
   const forced = env.TEST_SERVICES || undefined;
   if (forced !== undefined && forced !== 'local' && forced !== 'containers') {
-    throw new NoTestServices(`TEST_SERVICES is "${forced}", and may be local or containers`);
+    throw new Error(`TEST_SERVICES is "${forced}"; it may be local or containers`);
   }
   let silent = '';
   if (forced !== 'containers') {
@@ -33,7 +33,7 @@ export async function chooseTestServices(env: Record<string, string | undefined>
     silent = describeSilent(missing);
     if (forced === 'local') throw new NoTestServices(`TEST_SERVICES=local, and ${silent}`);
   }
-  const problem = await containerRuntimeProblem(env.TEST_RUNTIME_TIMEOUT ?? '10s');
+  const problem = await containerRuntimeProblem(env.TEST_RUNTIME_TIMEOUT || '10s');
   if (problem === undefined) return 'containers';
   const runtime = `no container runtime answers (DOCKER_HOST=${env.DOCKER_HOST ?? 'unset'}: ${problem})`;
   throw new NoTestServices(

@@ -15,12 +15,14 @@ export async function containerRuntimeProblem(timeout: string): Promise<string |
     testcontainers(),
     import('@trips/runtime'),
   ]);
+  let ms: number;
   try {
-    await withTimeout(
-      getContainerRuntimeClient(),
-      parseDuration(timeout),
-      () => new Error(`no answer within ${timeout}`),
-    );
+    ms = parseDuration(timeout);
+  } catch (error) {
+    throw new Error(`TEST_RUNTIME_TIMEOUT: ${(error as Error).message}`, { cause: error });
+  }
+  try {
+    await withTimeout(getContainerRuntimeClient(), ms, () => new Error(`no answer within ${timeout}`));
     return undefined;
   } catch (error) {
     return (error as Error).message;
@@ -39,7 +41,7 @@ function freePort(): Promise<number> {
 }
 
 export interface TestContainers {
-  /** DATABASE_URL, AMQP_URL and REDIS_URL, and the ids the fault tests use (faults.ts). */
+  /** DATABASE_URL, AMQP_URL and REDIS_URL, and the ids the fault tests use (in-container.ts). */
   env: Record<string, string>;
   stop(): Promise<void>;
 }

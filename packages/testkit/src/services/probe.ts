@@ -44,7 +44,7 @@ export async function silentServices(
   const probed = await Promise.all(
     backingServices.map(async (service) => {
       const url = env[service.variable];
-      if (!url) throw new Error(`${service.variable} is not set`);
+      if (!url || !URL.canParse(url)) throw new Error(`${service.variable} is not a URL: "${url ?? ''}"`);
       return { service, url, answered: await answers(service, url, timeoutMs) };
     }),
   );

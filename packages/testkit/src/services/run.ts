@@ -20,8 +20,9 @@ try {
     containers = await startTestContainers();
   }
 } catch (error) {
-  if (!(error instanceof NoTestServices)) throw error;
-  console.error(error.message);
+  // The message says what to do; a stack trace would only bury it.
+  const message = (error as Error).message;
+  console.error(error instanceof NoTestServices ? message : `test services: ${message}`);
   process.exit(1);
 }
 const env = { ...process.env, ...containers?.env };
