@@ -9,3 +9,14 @@ export { Loop } from './loop.ts';
 export { atMostEvery } from './throttle.ts';
 export { createMetricsRegistry, Counter, Gauge, Histogram, Registry } from './metrics.ts';
 export { withTimeout } from './timeout.ts';
+export {
+  readTracingConfig,
+  startTracing,
+  stopTracing,
+  tracing,
+  type Carrier,
+  type OpenSpan,
+  type SpanAttributes,
+  type Tracer,
+  type TracingConfig,
+} from './tracing.ts';

@@ -1,6 +1,7 @@
 import { ConfigError } from './env.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { stopOnSignals } from './signals.ts';
+import { readTracingConfig, startTracing, stopTracing, type TracingConfig } from './tracing.ts';
 
 export interface ServiceMain<Config extends { logLevel: string }> {
   name: string;
@@ -21,8 +22,10 @@ export async function runService<Config extends { logLevel: string }>(
   main: ServiceMain<Config>,
 ): Promise<void> {
   let config: Config;
+  let tracingConfig: TracingConfig | undefined;
   try {
     config = main.readConfig();
+    tracingConfig = readTracingConfig(main.name);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     // LOG_LEVEL itself may be what is wrong: this line is written at the default level.
@@ -31,8 +34,15 @@ export async function runService<Config extends { logLevel: string }>(
   }
   const logger = createLogger(main.name, config.logLevel);
   try {
+    // Before the service, so that its first spans are traced; off, it loads nothing (tracing.ts).
+    await startTracing(tracingConfig, logger);
     const service = await main.start(config, logger);
-    stopOnSignals(() => service.stop(), logger, main.stopDeadlineMs(config));
+    // The spans of the last work go out after the service stopped, within the same deadline.
+    const stop = async () => {
+      await service.stop();
+      await stopTracing();
+    };
+    stopOnSignals(stop, logger, main.stopDeadlineMs(config));
   } catch (error) {
     logger.fatal({ err: error }, `${main.name} failed to start`);
     process.exit(1);

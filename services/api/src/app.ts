@@ -1,13 +1,14 @@
 import express, { Router, type Express } from 'express';
 import type { Kysely } from 'kysely';
 import type { Database } from '@trips/db';
-import type { Logger } from '@trips/runtime';
+import { tracing, type Logger } from '@trips/runtime';
 import { authenticate } from './auth/authenticate.ts';
 import type { CredentialsCache } from './auth/credentials-cache.ts';
 import { ApiError, errorHandler, methodNotAllowed } from './errors.ts';
 import { accessLog } from './http/access-log.ts';
 import { rememberMount, type ObserveRequest } from './http/request-metrics.ts';
 import { assignRequestId } from './http/request-id.ts';
+import { requestSpans } from './http/request-spans.ts';
 import { takeMalformedEscapesLiterally } from './http/malformed-escapes.ts';
 import { enforceRateLimit, takeRateLimitToken } from './rate-limit/middleware.ts';
 import type { TokenBucketStore } from './rate-limit/token-bucket.ts';
@@ -54,6 +55,9 @@ export function createApp(deps: ApiDependencies): Express {
   app.set('query parser', 'simple');
   if (deps.trustProxy) app.set('trust proxy', deps.trustProxy);
 
+  // Tracing on only (tracing.ts): otherwise no request pays for it, not even a check.
+  const tracer = tracing.tracer;
+  if (tracer) app.use(requestSpans(tracer));
   app.use(assignRequestId, accessLog(deps.logger, deps.observeRequest));
   // The probes and the public contract, as their routes were added: another method on one of
   // these paths is a 405, GET being the only method on each.

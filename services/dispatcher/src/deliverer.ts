@@ -2,13 +2,14 @@ import type { ConsumeMessage } from 'amqplib';
 import { deliveryMessageProperties, type Topology } from '@trips/broker';
 import { isValid, type DeliveryMessage } from '@trips/contracts';
 import type { DeliveryTarget } from '@trips/db/webhooks';
-import { atMostEvery, type Logger } from '@trips/runtime';
+import { atMostEvery, tracing, type Carrier, type Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
 import { parseContent, type Disposition, type Publisher } from './consumer.ts';
 import type { AttemptResult, Sender } from './sender.ts';
 import type { DeferReason, Endpoints } from './endpoints.ts';
 import { nextRetry } from './schedule.ts';
 import type { DeliveryStore } from './store.ts';
+import { headersOf, traceAttempt } from './tracing.ts';
 
 export interface DelivererDeps {
   store: DeliveryStore;
@@ -72,8 +73,12 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
   const { store, sender, endpoints, lanes, policy, topology, logger } = deps;
   const refusedRetryNoticeDue = atMostEvery(60_000);
 
-  const publish = (publisher: Publisher, queue: string, delivery: DeliveryMessage) =>
-    publisher.publish('', queue, Buffer.from(JSON.stringify(delivery)), deliveryMessageProperties(delivery));
+  const publish = (publisher: Publisher, queue: string, delivery: DeliveryMessage) => {
+    const properties = deliveryMessageProperties(delivery);
+    // Tracing on: the retry carries the failed attempt's context through its delay queue.
+    tracing.tracer?.injectActive(properties.headers as Carrier);
+    return publisher.publish('', queue, Buffer.from(JSON.stringify(delivery)), properties);
+  };
 
   const prepare = (delivery: DeliveryMessage, target: DeliveryTarget | undefined): Outcome | undefined => {
     if (!target) return { kind: 'dropped', reason: 'webhook_gone' };
@@ -133,7 +138,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     return { kind: 'held', reason } as const;
   };
 
-  const attempt: Deliverer['attempt'] = async (delivery, target, publisher, source) => {
+  const attemptOnce: Deliverer['attempt'] = async (delivery, target, publisher, source) => {
     let outcome = prepare(delivery, target);
     if (!outcome) {
       const guarded = await endpoints.run(
@@ -153,6 +158,11 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     deps.onOutcome?.(outcome, delivery);
     return outcome;
   };
+  const attempt: Deliverer['attempt'] = (delivery, target, publisher, source) => {
+    const tracer = tracing.tracer;
+    if (!tracer) return attemptOnce(delivery, target, publisher, source);
+    return traceAttempt(tracer, delivery, source, () => attemptOnce(delivery, target, publisher, source));
+  };
 
   return {
     attempt,
@@ -162,7 +172,11 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
         logger.error({ messageId: message.properties.messageId }, 'malformed delivery message parked');
         return 'park';
       }
-      await attempt(delivery, await store.target(delivery.webhook_id), publisher, 'deliveries_queue');
+      const target = await store.target(delivery.webhook_id);
+      const run = () => attempt(delivery, target, publisher, 'deliveries_queue');
+      // Tracing on: the attempt continues the trace of the attempt that scheduled this retry.
+      const tracer = tracing.tracer;
+      await (tracer ? tracer.withCarried(delivery.event.id, headersOf(message), run) : run());
       return 'ack';
     },
   };

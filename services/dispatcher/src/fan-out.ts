@@ -1,9 +1,10 @@
 import type { ConsumeMessage } from 'amqplib';
-import { isValid } from '@trips/contracts';
-import type { Logger } from '@trips/runtime';
+import { isValid, type EventMessage } from '@trips/contracts';
+import { tracing, type Logger } from '@trips/runtime';
 import { parseContent, type Disposition, type Publisher } from './consumer.ts';
 import type { Deliverer } from './deliverer.ts';
 import type { DeliveryStore } from './store.ts';
+import { traceFanOut } from './tracing.ts';
 
 /**
  * Stage one: a recorded event goes to every active webhook of its agency that subscribes to its
@@ -24,13 +25,8 @@ export function fanOutHandler(deps: {
   logger: Logger;
 }) {
   const { store, deliverer, logger } = deps;
-  return async (message: ConsumeMessage, publisher: Publisher): Promise<Disposition> => {
-    const body = parseContent(message);
-    if (!isValid('EventMessage', body)) {
-      logger.error({ messageId: message.properties.messageId }, 'malformed event message parked');
-      return 'park';
-    }
-    const { agency_id: agencyId, event } = body;
+  /** Every first attempt of the event; answers how many webhooks it went to. */
+  const fanOut = async ({ agency_id: agencyId, event }: EventMessage, publisher: Publisher) => {
     const targets = await store.subscribed(agencyId, event.type);
     // Every attempt runs to its end before the event is settled, even when one of them failed to
     // record: the event must not come back while its attempts are still going out.
@@ -54,6 +50,17 @@ export function fanOutHandler(deps: {
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) throw failed.reason;
     logger.debug({ eventId: event.id, type: event.type, webhooks: targets.length }, 'event fanned out');
+    return targets.length;
+  };
+  return async (message: ConsumeMessage, publisher: Publisher): Promise<Disposition> => {
+    const body = parseContent(message);
+    if (!isValid('EventMessage', body)) {
+      logger.error({ messageId: message.properties.messageId }, 'malformed event message parked');
+      return 'park';
+    }
+    const tracer = tracing.tracer;
+    if (tracer) await traceFanOut(tracer, message, body, () => fanOut(body, publisher));
+    else await fanOut(body, publisher);
     return 'ack';
   };
 }

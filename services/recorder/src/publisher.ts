@@ -12,10 +12,11 @@ import {
   type StoredEvent,
 } from '@trips/db/events';
 import { begin, commit, onOneConnection, rollback, runScript } from '@trips/db/script';
-import { atMostEvery, type Logger } from '@trips/runtime';
+import { atMostEvery, tracing, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import { quietAgencyEvents } from './express.ts';
 import { toMessage } from './message.ts';
+import { tracePublish } from './tracing.ts';
 
 /** How long the publisher waits before trying again events that no queue took. */
 export const UNROUTABLE_RETRY_MS = 1_000;
@@ -184,13 +185,24 @@ export class Publisher {
     const express = quietAgencyEvents(taken, window);
     const events = [...taken.filter((e) => express.has(e)), ...taken.filter((e) => !express.has(e))];
     this.returned.clear();
-    const publish = (e: StoredEvent) =>
-      this.channel.wrapper.publish(
-        express.has(e) ? this.options.expressExchange : this.options.exchange,
+    const tracer = tracing.tracer;
+    const publish = (e: StoredEvent) => {
+      const exchange = express.has(e) ? this.options.expressExchange : this.options.exchange;
+      const properties = {
+        ...eventMessageProperties(e),
+        mandatory: true,
+        timeout: this.options.publishTimeoutMs,
+      };
+      // Tracing on: the span's context goes in the headers, so it must start before the publish.
+      const traced = tracer && tracePublish(tracer, e, exchange, properties);
+      const confirmed = this.channel.wrapper.publish(
+        exchange,
         e.type,
         Buffer.from(JSON.stringify(toMessage(e))),
-        { ...eventMessageProperties(e), mandatory: true, timeout: this.options.publishTimeoutMs },
+        properties,
       );
+      return traced ? traced(confirmed) : confirmed;
+    };
     // In chunks, stopping at the first refusal: a queue bounded by x-max-length takes a whole
     // burst while it is below its bound, so one large burst would put a whole batch ahead of the
     // next agency's event. A chunk at a time, the queue overshoots by one chunk at most; larger

@@ -24,6 +24,8 @@ export interface RecorderOptions {
 
 export interface BatchResult {
   changes: number;
+  /** The changes taken (their created_at is when each was captured: metrics.ts). */
+  captured: readonly OutboxRow[];
   events: StoredEvent[];
   /** The batch took as many changes, or due groups, as it may: more are likely waiting. */
   full: boolean;
@@ -99,7 +101,8 @@ export class Recorder {
 
   /** One batch; answers what it did. */
   async runBatch(): Promise<BatchResult> {
-    if (!this.busy && !(await hasRecorderWork(this.db))) return { changes: 0, events: [], full: false };
+    if (!this.busy && !(await hasRecorderWork(this.db)))
+      return { changes: 0, captured: [], events: [], full: false };
     if (Date.now() + HOUR_MS > this.partitionsUntil) await this.ensurePartitions();
     const result = await onOneConnection(this.db, (conn) => this.record(conn));
     this.busy = result.changes > 0 || result.events.length > 0;
@@ -124,7 +127,12 @@ export class Recorder {
     ]);
     const events = (results[before.length] as StoredEvent[]).sort((a, b) => a.seq - b.seq);
     const due = events.length - plan.events.length;
-    return { changes: rows.length, events, full: rows.length >= batchSize || due >= batchSize };
+    return {
+      changes: rows.length,
+      captured: rows,
+      events,
+      full: rows.length >= batchSize || due >= batchSize,
+    };
   }
 
   private logBatch({ changes, events }: BatchResult): void {

@@ -2,11 +2,12 @@ import type { Server } from 'node:http';
 import type { Kysely } from 'kysely';
 import { connectBroker } from '@trips/broker/connect';
 import { createDb, pingDatabase, type Database } from '@trips/db';
-import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
+import { createMetricsRegistry, Loop, portOf, startHealthServer, tracing, type Logger } from '@trips/runtime';
 import { eventsExchange, expressExchange, type RecorderConfig } from './config.ts';
 import { recorderMetrics } from './metrics.ts';
 import { Publisher, REFUSED_RETRY_MS } from './publisher.ts';
 import { Recorder } from './recorder.ts';
+import { traceRecorded } from './tracing.ts';
 
 export interface RecorderService {
   readonly recorder: Recorder;
@@ -54,7 +55,10 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
   const recordLoop = new Loop(
     'record',
     async () => {
-      const { changes, events, full } = await recorder.runBatch();
+      const batch = await recorder.runBatch();
+      const { changes, events, full } = batch;
+      const tracer = tracing.tracer;
+      if (tracer && events.length) traceRecorded(tracer, batch);
       metrics.captured.inc(changes);
       for (const e of events) metrics.recorded.inc({ type: e.type });
       // Publish right after the commit instead of at the publisher's next poll.

@@ -16,10 +16,17 @@ export function requestMetrics(registry: Registry): ObserveRequest {
     registers: [registry],
   });
   return (req, res, seconds) => {
-    const mount = (res.locals.mount as string | undefined) ?? req.baseUrl;
-    const route = req.route ? `${mount}${String(req.route.path)}` : 'unmatched';
-    histogram.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
+    histogram.observe(
+      { method: req.method, route: routeOf(req, res), status: String(res.statusCode) },
+      seconds,
+    );
   };
+}
+
+/** The route pattern a request matched (`/api/v1/trips/:id`), or `unmatched`. */
+export function routeOf(req: Request, res: Response): string {
+  const mount = (res.locals.mount as string | undefined) ?? req.baseUrl;
+  return req.route ? `${mount}${String(req.route.path)}` : 'unmatched';
 }
 
 /**

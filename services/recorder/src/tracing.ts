@@ -1,0 +1,70 @@
+// The recorder's part of an event's trace (docs/operations.md, "Tracing"): `event.record`, the
+// trace's root, from the change's capture in its writer's transaction to the commit of the batch
+// that recorded the event; then `event.publish`, from the publish to RabbitMQ's confirm, whose
+// context goes in the message's headers for the dispatcher. Called only while tracing is on.
+import type { Options } from 'amqplib';
+import type { OutboxRow } from '@trips/db';
+import type { StoredEvent } from '@trips/db/events';
+import type { OpenSpan, SpanAttributes, Tracer } from '@trips/runtime';
+import { changeOf, classify } from './catalogue.ts';
+
+/** What a span may say about an event: ids and its type, never its data. */
+const eventAttributes = (e: StoredEvent): SpanAttributes => ({
+  'trips.event.id': e.id,
+  'trips.event.type': e.type,
+  'trips.agency.id': e.agency_id,
+});
+
+/**
+ * One `event.record` span per event of a committed batch. The batch records first the events its
+ * changes made, in change order, then the `*.updated` groups fallen due (recordEvents), so the
+ * first events map one to one onto the changes' `emit` effects. A group's event gathers changes
+ * made over minutes whose capture times are gone with their rows: its span starts at its recording.
+ */
+export function traceRecorded(
+  tracer: Tracer,
+  batch: { captured: readonly OutboxRow[]; events: readonly StoredEvent[] },
+  committedAt = new Date(),
+): void {
+  const capturedAt: Date[] = [];
+  for (const row of batch.captured)
+    for (const effect of classify(changeOf(row)))
+      if (effect.kind === 'emit') capturedAt.push(new Date(row.created_at));
+  batch.events.forEach((e, i) => {
+    const captured = capturedAt[i];
+    const recordedAt = new Date(e.created_at);
+    tracer.recordEventRoot(e.id, 'event.record', captured ?? recordedAt, committedAt, {
+      ...eventAttributes(e),
+      'trips.change.captured_at': captured?.toISOString(),
+      'trips.event.recorded_at': recordedAt.toISOString(),
+      'trips.event.grouped': captured === undefined,
+    });
+  });
+}
+
+/** Starts `event.publish` and writes its context into the message's headers; ends it when settled. */
+export function tracePublish(
+  tracer: Tracer,
+  e: StoredEvent,
+  exchange: string,
+  properties: Options.Publish,
+): (confirmed: Promise<unknown>) => Promise<unknown> {
+  const span: OpenSpan = tracer.startEventSpan(e.id, 'event.publish', 'producer', {
+    ...eventAttributes(e),
+    'messaging.system': 'rabbitmq',
+    'messaging.operation.type': 'send',
+    'messaging.destination.name': exchange,
+    'messaging.message.id': e.id,
+  });
+  properties.headers ??= {};
+  span.inject(properties.headers as Record<string, unknown>);
+  return (confirmed) =>
+    confirmed.then(
+      (value) => (span.end(), value),
+      (error: unknown) => {
+        // A refusal (the events queue full) or no confirm in time: it is published again later.
+        span.end({ 'error.type': error instanceof Error ? error.message : 'unknown' }, true);
+        throw error;
+      },
+    );
+}
