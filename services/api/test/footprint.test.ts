@@ -4,6 +4,8 @@
 // dispatcher's code (the settings module needs only @trips/broker's queue names and SSRF check),
 // nor undici, which an ES import of node:http brings (eslint.config.js): together a large part of
 // what the API's code held after start-up (docs/benchmarks/api.md, "Less code on the API's heap").
+// Nor, while tracing is off, OpenTelemetry's SDK: it is imported only when tracing starts
+// (docs/operations.md, "Tracing").
 import { execFileSync } from 'node:child_process';
 
 interface Loaded {
@@ -34,6 +36,9 @@ const dispatcherFileOf = (url: string) => /\/services\/dispatcher\/src\/(.+)$/.e
 
 const HEAVY_PACKAGES = ['ajv', 'ajv-formats', 'got', 'amqp-connection-manager'];
 const isUndici = (builtin: string) => builtin.includes('undici');
+/** OpenTelemetry's SDK and exporter; not its API, which prom-client loads anyway (for exemplars). */
+const isOpenTelemetrySdk = (name: string | undefined) =>
+  (name?.startsWith('@opentelemetry/') ?? false) && name !== '@opentelemetry/api';
 
 test('the API loads no JSON Schema compiler, none of the dispatcher service and no undici', () => {
   const { modules, builtins } = loadedBy('../src/config.ts', '../src/server.ts');
@@ -42,6 +47,7 @@ test('the API loads no JSON Schema compiler, none of the dispatcher service and 
   expect(packages.filter((name) => name && HEAVY_PACKAGES.includes(name))).toEqual([]);
   expect(modules.map(dispatcherFileOf).filter(Boolean).sort()).toEqual([]);
   expect(builtins.filter(isUndici)).toEqual([]);
+  expect(packages.filter(isOpenTelemetrySdk)).toEqual([]);
 });
 
 test('the check sees them where they are loaded', () => {
@@ -50,4 +56,11 @@ test('the check sees them where they are loaded', () => {
   const { modules, builtins } = loadedBy('../../dispatcher/src/index.ts');
   expect(modules.map(packageOf)).toEqual(expect.arrayContaining(['got', 'amqp-connection-manager']));
   expect(builtins.some(isUndici)).toBe(true);
+});
+
+test('the check sees OpenTelemetry where tracing loads it', () => {
+  const { modules } = loadedBy('../../../packages/runtime/src/tracing-sdk.ts');
+  expect(modules.map(packageOf)).toEqual(
+    expect.arrayContaining(['@opentelemetry/sdk-trace', '@opentelemetry/otlp-exporter-base']),
+  );
 });
