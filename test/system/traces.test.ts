@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { queueNames, topology } from '@trips/broker';
+import { deliveryMessageProperties, queueNames, topology } from '@trips/broker';
+import type { DeliveryMessage } from '@trips/contracts';
 import { createAgency } from '@trips/db/agencies';
 import { createApiKey } from '@trips/db/api-keys';
 import { createWebhook } from '@trips/db/webhooks';
@@ -10,6 +11,7 @@ import {
   createTestCa,
   createTestDatabase,
   deleteAmqpObjects,
+  onAmqpChannel,
   randomAmqpPrefix,
   startReceiver,
   waitFor,
@@ -21,9 +23,9 @@ import { freePort, Replica, startAll } from './cluster.ts';
 
 // Item 4 of issue 28: the three services as real processes, tracing on, exporting OTLP/HTTP (JSON)
 // to a receiver in this test. One event, from the host application's write to its delivery and a
-// retry a second later, is one trace with its spans in the right parent-child order; an API request
-// that came with a traceparent continues it; and nothing exported carries a key, a secret or the
-// object's data.
+// retry a second later, is one trace with its spans in the right parent-child order, which an
+// owner's redelivery, carrying no trace context, joins too; an API request that came with a
+// traceparent continues it; and nothing exported carries a key, a secret or the object's data.
 
 interface ReceivedSpan {
   service: string;
@@ -267,6 +269,37 @@ test('one event is one trace from write to retried delivery; an API request cont
     'trips.delivery.source': 'deliveries_queue',
   });
   expect(attempts[1]!.attributes['trips.delivery.duration_ms']).toEqual(expect.any(Number));
+
+  // An owner's redelivery, published as the settings module does: no trace context in its headers.
+  // It joins the event's trace all the same, under the root span, as the trace id is the event's.
+  const redelivery: DeliveryMessage = {
+    webhook_id: webhook.id,
+    agency_id: agency.id,
+    epoch: webhook.epoch,
+    event: JSON.parse(receiver.requests[0]!.body) as DeliveryMessage['event'],
+    attempt: 1,
+    first_failed_at: null,
+  };
+  await onAmqpChannel(async (ch) => {
+    ch.sendToQueue(
+      `${prefix}trips.dispatcher.deliveries`,
+      Buffer.from(JSON.stringify(redelivery)),
+      deliveryMessageProperties(redelivery),
+    );
+    await ch.waitForConfirms();
+  });
+  const redelivered = await waitFor(() => named('webhook.attempt').find((s) => !attempts.includes(s)), {
+    timeoutMs: 15_000,
+    what: "the redelivery's span",
+  });
+  expect(redelivered).toMatchObject({
+    traceId,
+    parentSpanId: record!.spanId,
+    attributes: expect.objectContaining({
+      'trips.delivery.attempt': 1,
+      'trips.delivery.outcome': 'delivered',
+    }),
+  });
 
   // An API request with its caller's traceparent.
   const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
