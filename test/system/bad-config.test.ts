@@ -31,6 +31,12 @@ test.each([
   ['recorder', { LOG_LEVEL: 'loud' }, /LOG_LEVEL must be one of/],
   ['recorder', { EVENT_GROUP_QUIET: 'soon' }, /EVENT_GROUP_QUIET/],
   ['dispatcher', { WEBHOOK_TIMEOUT: 'ten seconds' }, /WEBHOOK_TIMEOUT/],
+  [
+    'dispatcher',
+    { AMQP_URL: 'amqp://trips:s3cret@rabbit-0:5672,,amqp://trips:s3cret@rabbit-2:5672' },
+    /AMQP_URL's URL 2 of 3 is empty: separate the nodes' URLs with single commas/,
+  ],
+  ['api', { AMQP_URL: 'amqp://rabbit-0,http://rabbit-1' }, /AMQP_URL's URL 2 of 2 must use amqp: or amqps:/],
 ])('%s with %j stops at once, naming the variable, with no stack trace', async (service, env, message) => {
   const { code, stdout, stderr } = await start(service, env);
   expect(code).toBe(1);
@@ -43,6 +49,7 @@ test.each([
   expect(lines[0]).toMatchObject({ level: 60, name: service });
   expect(lines[0].msg).toMatch(/^Invalid configuration:/);
   expect(lines[0].msg).toMatch(message);
+  expect(stdout).not.toContain('s3cret');
 });
 
 test('a start that fails is one fatal line saying so, exit code 1, nothing on stderr', async () => {

@@ -17,4 +17,5 @@ export {
   eventMessageProperties,
   type RecordedEvent,
 } from './message-properties.ts';
+export { brokerAddress, connectToFirst, DEFAULT_AMQP_URL, readAmqpUrls } from './amqp-urls.ts';
 export { createSsrfGuard, guardedGotOptions, isPublicAddress, SsrfBlocked, type SsrfGuard } from './ssrf.ts';

@@ -10,7 +10,7 @@ const queue = `${randomAmqpPrefix()}coalesce`;
 afterAll(() => deleteAmqpObjects({ queues: [queue], exchanges: [] }));
 
 test('fifty publishes of one tick leave in one or two writes to the socket, all arriving in order', async () => {
-  const connection = connectBroker(amqpUrl, new LogCapture('broker').logger);
+  const connection = connectBroker([amqpUrl], new LogCapture('broker').logger);
   const wrapper = connection.createChannel({
     json: false,
     setup: (ch: ConfirmChannel) => ch.assertQueue(queue, { durable: false }),

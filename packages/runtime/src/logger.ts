@@ -16,6 +16,7 @@ const REDACT = [
   'password',
   'databaseUrl',
   'amqpUrl',
+  'amqpUrls',
   'smtpUrl',
   '*.key',
   '*.secret',

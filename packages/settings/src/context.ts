@@ -3,8 +3,11 @@ import type { Database } from '@trips/db';
 
 export interface SettingsOptions {
   db: Kysely<Database>;
-  /** RabbitMQ, for test events and redelivery; without it those two are `unavailable`. */
-  amqpUrl?: string;
+  /**
+   * RabbitMQ (AMQP_URL: one URL, or a cluster's nodes, tried in turn), for test events and
+   * redelivery; without it those two are `unavailable`.
+   */
+  amqpUrls?: readonly string[];
   /** The dispatcher's AMQP_PREFIX, so the deliveries queue name matches its own. */
   amqpPrefix?: string;
   /** EVENT_RETENTION: how far back a redelivery may reach (default 30 days). */

@@ -1,5 +1,5 @@
-import amqplib from 'amqplib';
-import { deliveryMessageProperties } from '@trips/broker';
+import type { ChannelModel } from 'amqplib';
+import { connectToFirst, deliveryMessageProperties } from '@trips/broker';
 import type { DeliveryMessage } from '@trips/contracts';
 import { withTimeout } from '@trips/runtime';
 import { SettingsError } from './errors.ts';
@@ -19,19 +19,19 @@ export interface PublishOptions {
 
 /**
  * Publishes DeliveryMessages straight to the dispatcher's deliveries queue, persistent and
- * confirmed, the way the dispatcher's fan-out does. One connection per call: owners' actions are
- * rare, and nothing is left open when the module is done.
+ * confirmed, the way the dispatcher's fan-out does. One connection per call, to the first node of
+ * AMQP_URL that answers: owners' actions are rare, and nothing is left open when the module is done.
  */
 export async function publishDeliveries(
-  amqpUrl: string,
+  amqpUrls: readonly string[],
   queue: string,
   deliveries: AsyncIterable<DeliveryMessage[]>,
   options: PublishOptions,
 ): Promise<number> {
   const seconds = `${options.timeoutMs / 1000} s`;
-  let connection: amqplib.ChannelModel;
+  let connection: ChannelModel;
   try {
-    connection = await amqplib.connect(amqpUrl, { timeout: options.timeoutMs });
+    connection = await connectToFirst(amqpUrls, { timeout: options.timeoutMs });
   } catch (error) {
     throw unavailable(`cannot reach RabbitMQ (${(error as Error).message}).`);
   }

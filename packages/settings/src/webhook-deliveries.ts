@@ -24,17 +24,18 @@ export interface RedeliveryProgress {
 function deliveryPublisher(options: SettingsOptions) {
   const deliveriesQueue = topology(options.amqpPrefix ?? '', []).deliveriesQueue;
 
-  function requireBroker(): string {
-    if (!options.amqpUrl) throw new SettingsError('unavailable', 'no RabbitMQ configured (AMQP_URL).');
-    return options.amqpUrl;
+  function requireBroker(): readonly string[] {
+    if (!options.amqpUrls?.length)
+      throw new SettingsError('unavailable', 'no RabbitMQ configured (AMQP_URL).');
+    return options.amqpUrls;
   }
 
   const publish = (
-    amqpUrl: string,
+    amqpUrls: readonly string[],
     deliveries: AsyncIterable<DeliveryMessage[]>,
     onPublished?: (count: number) => void,
   ) =>
-    publishDeliveries(amqpUrl, deliveriesQueue, deliveries, {
+    publishDeliveries(amqpUrls, deliveriesQueue, deliveries, {
       timeoutMs: options.brokerTimeoutMs ?? DEFAULT_BROKER_TIMEOUT_MS,
       ...(onPublished && { onPublished }),
     });
@@ -74,7 +75,7 @@ export function webhookDeliveryActions({ db, options }: SettingsContext) {
      * exist. It is delivered, signed and logged like any other, but is not in the event record.
      */
     async sendTestEvent(actor: Actor, id: string) {
-      const amqpUrl = requireBroker();
+      const amqpUrls = requireBroker();
       // No transaction: none may stay open while RabbitMQ is asked (it holds a connection of the
       // pool, and locks). Published first, then audited; the audit insert failing after a
       // publish that worked is the one way a test delivery goes unaudited.
@@ -93,7 +94,7 @@ export function webhookDeliveryActions({ db, options }: SettingsContext) {
       };
       const message = delivery(webhook, source);
       await publish(
-        amqpUrl,
+        amqpUrls,
         (async function* () {
           yield [message];
         })(),
@@ -125,7 +126,7 @@ export function webhookDeliveryActions({ db, options }: SettingsContext) {
             `(EVENT_RETENTION), so redeliver from ${new Date(now - retentionMs).toISOString()} at the earliest.`,
         );
       }
-      const amqpUrl = requireBroker();
+      const amqpUrls = requireBroker();
       // As for a test event, no transaction while publishing: a long redelivery inside one also
       // held a lock on events that the recorder's daily partition change waits behind, and every
       // GET /events behind that. Each page is its own query; events only ever append, so paging
@@ -145,7 +146,7 @@ export function webhookDeliveryActions({ db, options }: SettingsContext) {
           if (rows.length < REDELIVERY_PAGE) return;
         }
       }
-      const count = await publish(amqpUrl, pages(), (done) =>
+      const count = await publish(amqpUrls, pages(), (done) =>
         input.onProgress?.({ done, total: Math.max(total, done) }),
       );
       await audit(db, who, webhook.agency_id, 'webhook.redelivered', 'webhook', id, {

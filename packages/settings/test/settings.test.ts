@@ -26,7 +26,12 @@ const received: DeliveryMessage[] = [];
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  settings = createSettings({ db: t.db, amqpUrl, amqpPrefix: prefix, eventRetentionMs: 2 * 86_400_000 });
+  settings = createSettings({
+    db: t.db,
+    amqpUrls: [amqpUrl],
+    amqpPrefix: prefix,
+    eventRetentionMs: 2 * 86_400_000,
+  });
   await ensureEventPartitions(t.db, new Date(Date.now() - 4 * 86_400_000), 6);
   // Stand in for the dispatcher: its deliveries queue, consumed here.
   connection = await amqplib.connect(amqpUrl);
@@ -489,7 +494,11 @@ describe('test events and redelivery reach the deliveries queue', () => {
     const mute = createServer((socket) => sockets.push(socket));
     await new Promise<void>((resolve) => mute.listen(0, '127.0.0.1', resolve));
     const port = (mute.address() as AddressInfo).port;
-    const silent = createSettings({ db: t.db, amqpUrl: `amqp://127.0.0.1:${port}`, brokerTimeoutMs: 1_000 });
+    const silent = createSettings({
+      db: t.db,
+      amqpUrls: [`amqp://127.0.0.1:${port}`],
+      brokerTimeoutMs: 1_000,
+    });
     const openTransactions = async () => {
       const { rows } = await sql<{ n: number }>`
         SELECT count(*)::int AS n FROM pg_stat_activity

@@ -1,3 +1,4 @@
+import { readAmqpUrls } from '@trips/broker';
 import { EnvReader, readCommonConfig } from '@trips/runtime';
 
 type Env = Record<string, string | undefined>;
@@ -26,7 +27,8 @@ export function defaultBaseUrl(env: Env): string {
 }
 
 export interface BrokerConfig {
-  amqpUrl: string;
+  /** AMQP_URL: the broker, or a cluster's nodes in turn. */
+  amqpUrls: string[];
   amqpPrefix: string;
   eventRetentionMs: number;
   /** Development only: accept webhook URLs on loopback or private addresses, as the dispatcher would (D7). */
@@ -40,7 +42,7 @@ export interface BrokerConfig {
 export function readBrokerConfig(env: Env): Readonly<BrokerConfig> {
   const reader = new EnvReader(env);
   const config = {
-    amqpUrl: reader.url('AMQP_URL', 'amqp://guest:guest@localhost:5672', ['amqp:', 'amqps:'])!,
+    amqpUrls: readAmqpUrls(reader),
     amqpPrefix: reader.string('AMQP_PREFIX', ''),
     eventRetentionMs: reader.duration('EVENT_RETENTION', '30d'),
     allowPrivateNetworks: reader.bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),

@@ -1,4 +1,5 @@
 import express from 'express';
+import { readAmqpUrls } from '@trips/broker';
 import { EnvReader, readCommonConfig } from '@trips/runtime';
 
 /** The API's settings (decisions.md D9 names), parsed once at start and frozen. */
@@ -33,7 +34,7 @@ export function readConfig(source: Record<string, string | undefined> = process.
     /** The owners' settings page at /settings (issue 5). */
     settings: {
       /** The dispatcher's broker and prefix, for test events and redelivery. */
-      amqpUrl: env.url('AMQP_URL', 'amqp://guest:guest@localhost:5672', ['amqp:', 'amqps:'])!,
+      amqpUrls: readAmqpUrls(env),
       amqpPrefix: env.string('AMQP_PREFIX', ''),
       /** As the dispatcher's: webhook URLs on private addresses are refused unless true (D7). */
       allowPrivateNetworks: env.bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),

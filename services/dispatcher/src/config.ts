@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { readAmqpUrls } from '@trips/broker';
 import { EnvReader, readCommonConfig } from '@trips/runtime';
 
 /**
@@ -11,7 +12,8 @@ export function readConfig(source: Record<string, string | undefined> = process.
   const caFile = env.optionalString('WEBHOOK_CA_FILE');
   const config = {
     ...readCommonConfig(env),
-    amqpUrl: env.url('AMQP_URL', 'amqp://guest:guest@localhost:5672', ['amqp:', 'amqps:'])!,
+    /** The broker, or every node of a cluster (AMQP_URL, comma-separated), tried in turn. */
+    amqpUrls: readAmqpUrls(env),
     /** Prepended to exchange and queue names; tests use a random one per file. */
     amqpPrefix: env.string('AMQP_PREFIX', ''),
     /** Owners' e-mails go out through this; unset, they are written to the log instead. */

@@ -74,7 +74,7 @@ export async function startDispatcherService(
     createDb(config.databaseUrl, { max, applicationName, onStatement: hooks.onStatement });
   const db = openDb(10, 'trips-dispatcher');
   const names = topology(config.amqpPrefix, config.policy.queueDelaysMs, hooks.queueLimits);
-  const connection = connectBroker(config.amqpUrl, logger);
+  const connection = connectBroker(config.amqpUrls, logger);
 
   const sender = new Sender({
     timeoutMs: config.timeoutMs,

@@ -1,4 +1,4 @@
-import { eventsExchangeName, expressExchangeName } from '@trips/broker';
+import { eventsExchangeName, expressExchangeName, readAmqpUrls } from '@trips/broker';
 import { EnvReader, readCommonConfig } from '@trips/runtime';
 
 /**
@@ -10,7 +10,8 @@ export function readConfig(source: Record<string, string | undefined> = process.
   const env = new EnvReader(source);
   const config = {
     ...readCommonConfig(env),
-    amqpUrl: env.url('AMQP_URL', 'amqp://guest:guest@localhost:5672', ['amqp:', 'amqps:'])!,
+    /** The broker, or every node of a cluster (AMQP_URL, comma-separated), tried in turn. */
+    amqpUrls: readAmqpUrls(env),
     /** Prepended to the exchange name; tests use a random one so files do not share a broker topology. */
     amqpPrefix: env.string('AMQP_PREFIX', ''),
     /** A *.updated event waits until its object has been quiet this long (spec 6.1: 1 minute). */

@@ -22,7 +22,7 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
   const db: Kysely<Database> = createDb(config.databaseUrl, { max: 4, applicationName: 'trips-recorder' });
   const exchange = eventsExchange(config);
 
-  const connection = connectBroker(config.amqpUrl, logger);
+  const connection = connectBroker(config.amqpUrls, logger);
   const recorder = new Recorder(db, config, logger.child({ component: 'recorder' }));
   const publisher = new Publisher(
     db,
