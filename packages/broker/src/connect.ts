@@ -18,15 +18,16 @@ const CONNECT_TIMEOUT_MS = 5_000;
 
 /**
  * A connection that reconnects by itself for as long as the service runs, and logs each connect
- * and disconnect. With several URLs (the nodes of a cluster, AMQP_URL), each attempt takes the
- * next one in turn, starting at a random one so that the replicas of a service spread over the
- * nodes (as RabbitMQ's own clients shuffle their address lists). What its channels write in one
- * tick goes out in one write (coalesce-writes.ts). Its channels (RecoveringChannel,
- * @trips/runtime/amqp) set themselves up again on every new connection.
+ * (naming the node) and disconnect. With several URLs (the nodes of a cluster, AMQP_URL), the
+ * first connection goes to the first that answers, and each reconnection to the next one in turn,
+ * as amqp-connection-manager goes round the list. Which node a service is connected to matters
+ * little: the queues' leaders are spread over the nodes whatever the clients do, and RabbitMQ
+ * forwards between them. What its channels write in one tick goes out in one write
+ * (coalesce-writes.ts). Its channels (RecoveringChannel, @trips/runtime/amqp) set themselves up
+ * again on every new connection.
  */
 export function connectBroker(urls: readonly string[], logger: Logger): AmqpConnectionManager {
-  const start = Math.floor(Math.random() * urls.length);
-  const connection = amqp.connect([...urls.slice(start), ...urls.slice(0, start)], {
+  const connection = amqp.connect([...urls], {
     heartbeatIntervalInSeconds: 10,
     reconnectTimeInSeconds: RECONNECT_PAUSE_S,
     connectionOptions: { timeout: CONNECT_TIMEOUT_MS },
