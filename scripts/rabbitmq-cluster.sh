@@ -20,7 +20,7 @@
 # rabbitmq-env.conf and rabbitmq.conf (not /etc/rabbitmq's), their own data directories, their own
 # cookie (so even a mistyped node name cannot reach the machine's node), and every rabbitmqctl call
 # names its node with -n.
-set -euo pipefail
+set -Eeuo pipefail
 
 usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
@@ -162,6 +162,8 @@ cluster_formation.classic_config.nodes.1 = $(node_name 1)
 CONF
   done
   write_env
+  # A cluster half up is no use to anyone, and its nodes would run on unseen.
+  trap '[ "$BASHPID" = $$ ] || exit; trap - ERR; echo "up failed; nodes stopped, logs kept in $dir/node*/log ('"'"'down'"'"' removes them)" >&2; stop_all' ERR
   # Node 1 first; 2 and 3 then find it through their peer list and join it as they boot (a fresh
   # node joins the first listed peer that answers). Booting all three at once could leave each on
   # its own, as none would find another up yet.
@@ -170,6 +172,7 @@ CONF
   for n in 2 3; do start_node "$n"; done
   for n in 2 3; do await_node "$n"; done
   ctl 1 await_online_nodes 3 --timeout 60 >/dev/null
+  trap - ERR
   cat "$dir/cluster.env"
 }
 
@@ -192,9 +195,13 @@ stop_node() {
 down() {
   [ -d "$dir" ] || return 0
   [ -f "$dir/cluster.env" ] || { echo "$dir holds no cluster; not removing it" >&2; exit 1; }
+  stop_all
+  rm -rf "$dir"
+}
+
+stop_all() {
   for n in 1 2 3; do stop_node "$n" & done
   wait
-  rm -rf "$dir"
 }
 
 case "$command" in

@@ -39,7 +39,13 @@ export class LocalRabbitCluster {
   static async up(): Promise<LocalRabbitCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'trips-rabbitmq-'));
     const name = `trips-${randomBytes(3).toString('hex')}-`;
-    const { stdout } = await LocalRabbitCluster.script(['up', '--dir', dir, '--name', name], 180_000);
+    const { stdout } = await LocalRabbitCluster.script(['up', '--dir', dir, '--name', name], 180_000).catch(
+      async (error: Error) => {
+        // Whatever nodes did start must not outlive the test.
+        await LocalRabbitCluster.script(['down', '--dir', dir], 180_000).catch(() => {});
+        throw error;
+      },
+    );
     const settings = Object.fromEntries(
       stdout
         .trim()
