@@ -18,4 +18,12 @@ export {
   type RecordedEvent,
 } from './message-properties.ts';
 export { brokerAddress, connectToFirst, DEFAULT_AMQP_URL, readAmqpUrls } from './amqp-urls.ts';
-export { createSsrfGuard, guardedGotOptions, isPublicAddress, SsrfBlocked, type SsrfGuard } from './ssrf.ts';
+export {
+  addressKind,
+  createSsrfGuard,
+  guardedGotOptions,
+  isPublicAddress,
+  SsrfBlocked,
+  type SsrfGuard,
+} from './ssrf.ts';
+export { nextRetry, type Retry, type RetryPolicy } from './retry-schedule.ts';

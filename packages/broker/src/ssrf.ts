@@ -33,6 +33,23 @@ export function isPublicAddress(ip: string): boolean {
   return address.range() === 'unicast';
 }
 
+/**
+ * What kind of non-public address `ip` is, in words for a refusal: 'loopback', 'private',
+ * 'link-local' or 'non-public' (the other special ranges).
+ */
+export function addressKind(ip: string): 'loopback' | 'private' | 'link-local' | 'non-public' {
+  let range: string;
+  try {
+    range = ipaddr.process(ip).range();
+  } catch {
+    return 'non-public';
+  }
+  if (range === 'loopback' || range === 'unspecified') return 'loopback';
+  if (range === 'private' || range === 'uniqueLocal') return 'private';
+  if (range === 'linkLocal') return 'link-local';
+  return 'non-public';
+}
+
 /** A delivery refused because its destination is not public. `code` is what got copies onto its RequestError. */
 export class SsrfBlocked extends Error {
   readonly code = 'ssrf_blocked';

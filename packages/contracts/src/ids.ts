@@ -23,3 +23,10 @@ export type IdKind = keyof typeof ID_PREFIXES;
 export function idPattern(kind: IdKind): string {
   return `^${ID_PREFIXES[kind]}[0-9A-Za-z_-]+$`;
 }
+
+/**
+ * A test event's id (settings: "Send a test event"). Test events are delivered like any other but
+ * are in no event record, so what was sent cannot be read back from `events`.
+ */
+export const TEST_EVENT_ID_PREFIX = `${ID_PREFIXES.event}test_`;
+export const isTestEventId = (id: string): boolean => id.startsWith(TEST_EVENT_ID_PREFIX);

@@ -1,4 +1,4 @@
-export { ID_PREFIXES, idPattern, type IdKind } from './ids.ts';
+export { ID_PREFIXES, idPattern, isTestEventId, TEST_EVENT_ID_PREFIX, type IdKind } from './ids.ts';
 export { SCOPES, EVENTS_SCOPE, type Scope } from './scopes.ts';
 export {
   API_BASE_PATH,
@@ -51,3 +51,4 @@ export {
   type EventMessage,
   type EventSource,
 } from './messages.ts';
+export { formatTime, PRODUCT_NAME } from './wording.ts';

@@ -7,6 +7,7 @@ import type { OpenApiDocument } from './openapi-types.ts';
 import { webhooks } from './openapi-webhooks.ts';
 import { SCHEMAS } from './schemas.ts';
 import { SCOPES } from './scopes.ts';
+import { PRODUCT_NAME } from './wording.ts';
 
 export type {
   Header,
@@ -42,7 +43,7 @@ export const openapiDocument: OpenApiDocument = {
   openapi: '3.1.0',
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
   info: {
-    title: 'Trip Planning Service API',
+    title: `${PRODUCT_NAME} API`,
     version: '1',
     summary: 'Trips, payments, contacts and their events, for an agency’s own software.',
     description,

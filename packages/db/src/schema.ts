@@ -135,6 +135,7 @@ export interface Database {
   owner_notices: OwnerNoticesTable;
   audit_log: AuditLogTable;
   owner_sessions: OwnerSessionsTable;
+  shown_once: ShownOnceTable;
   sign_in_failures: SignInFailuresTable;
   platform_secrets: PlatformSecretsTable;
   held_deliveries: HeldDeliveriesTable;
@@ -235,6 +236,14 @@ export interface WebhookAttemptsTable {
   error: string | null;
   response_body: string | null;
   succeeded: boolean;
+  /** The Service-Signature sent (migration 0018); the secret itself never. */
+  request_signature: string | null;
+  /** The body sent, only for an event in no record (a test event); others rebuild it from events. */
+  request_body: string | null;
+  /** The answer's headers as `name: value` lines, cut at 1 KiB. */
+  response_headers: string | null;
+  /** Node's error code of a failure without an answer, e.g. CERT_HAS_EXPIRED. */
+  error_detail: string | null;
 }
 
 export type OwnerNoticeKind = 'webhook_failing' | 'webhook_switched_off';
@@ -294,6 +303,15 @@ export interface OwnerSessionsTable {
   csrf_token: string;
   created_at: Timestamp;
   expires_at: Date;
+}
+
+/** A key or secret waiting, sealed, for the one page that shows it (migration 0019). */
+export interface ShownOnceTable {
+  id: string;
+  session_token_hash: string;
+  about: unknown;
+  sealed: string;
+  created_at: Timestamp;
 }
 
 export interface SignInFailuresTable {

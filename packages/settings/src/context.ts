@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import type { RetryPolicy } from '@trips/broker';
 import type { Database } from '@trips/db';
 
 export interface SettingsOptions {
@@ -15,11 +16,21 @@ export interface SettingsOptions {
   /** WEBHOOK_ALLOW_PRIVATE_NETWORKS, for development and tests only (D7). */
   allowPrivateNetworks?: boolean;
   /**
+   * Outside production (NODE_ENV), a refused private URL's message names the setting that allows
+   * it, for a developer trying a local receiver; in production it is not a hint to give owners.
+   */
+  nameDevelopmentSettings?: boolean;
+  /**
    * How long RabbitMQ may take to accept the connection, and to confirm each batch of a test event
    * or redelivery, before the owner gets `unavailable` (default 10 s): a broker under a resource
    * alarm blocks publishers without a word.
    */
   brokerTimeoutMs?: number;
+  /**
+   * WEBHOOK_RETRY_DELAYS and WEBHOOK_FAILURE_WINDOW, as the dispatcher reads them, to tell when a
+   * failing delivery's next attempt is due (default: D9's).
+   */
+  retryPolicy?: RetryPolicy;
 }
 
 export type Trx = Transaction<Database>;

@@ -6,7 +6,13 @@ export type {
   ApiKeyView,
   WebhookView,
   RedeliveryProgress,
+  LogEntry,
+  LogPage,
+  NextAttempt,
+  WebhookHealth,
+  HealthBucket,
 } from './settings.ts';
+export { describeAttempt } from './attempt-words.ts';
 export { SettingsError, type SettingsErrorCode } from './errors.ts';
 export {
   checkWebhookUrl,

@@ -1,4 +1,5 @@
 import { settingsContext, type SettingsOptions } from './context.ts';
+import { deliveryLogActions } from './delivery-log.ts';
 import { keyActions } from './keys.ts';
 import { peopleActions } from './people.ts';
 import { webhookDeliveryActions } from './webhook-deliveries.ts';
@@ -7,6 +8,7 @@ import { webhookActions } from './webhooks.ts';
 export { PLATFORM, type Actor } from './access.ts';
 export type { SettingsOptions } from './context.ts';
 export type { ApiKeyView } from './keys.ts';
+export type { LogEntry, LogPage, NextAttempt, WebhookHealth, HealthBucket } from './delivery-log.ts';
 export type { RedeliveryProgress } from './webhook-deliveries.ts';
 export { DEFAULT_OVERLAP_MS, MAX_OVERLAP_MS, webhookView, type WebhookView } from './webhooks.ts';
 
@@ -16,7 +18,8 @@ export { DEFAULT_OVERLAP_MS, MAX_OVERLAP_MS, webhookView, type WebhookView } fro
  * sendTestEvent): they are audited once RabbitMQ has confirmed them.
  *
  * Each area is its own module on one shared context: API keys (keys.ts), webhooks (webhooks.ts),
- * their test events and redelivery (webhook-deliveries.ts) and people (people.ts).
+ * their test events and redelivery (webhook-deliveries.ts), their delivery log (delivery-log.ts) and
+ * people (people.ts).
  */
 export function createSettings(options: SettingsOptions) {
   const ctx = settingsContext(options);
@@ -26,6 +29,7 @@ export function createSettings(options: SettingsOptions) {
     // ---- Webhooks (D7) ----
     ...webhookActions(ctx),
     ...webhookDeliveryActions(ctx),
+    ...deliveryLogActions(ctx),
     // ---- People ----
     ...peopleActions(ctx),
   };

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { isPublicAddress } from '@trips/broker';
+import { addressKind, isPublicAddress } from '@trips/broker';
 import { EVENT_TYPE_NAMES, isEventType, SCOPES } from '@trips/contracts';
 import { invalid } from './errors.ts';
 
@@ -14,7 +14,10 @@ export const MAX_DESCRIPTION_LENGTH = 500;
  * where the dispatcher checks the address it connects to; this refuses what is plainly private.
  * The message never repeats the URL, which may carry a password.
  */
-export function checkWebhookUrl(value: string, options: { allowPrivateNetworks?: boolean } = {}): string {
+export function checkWebhookUrl(
+  value: string,
+  options: { allowPrivateNetworks?: boolean; nameDevelopmentSetting?: boolean } = {},
+): string {
   let url: URL;
   try {
     url = new URL(value.trim());
@@ -37,8 +40,13 @@ export function checkWebhookUrl(value: string, options: { allowPrivateNetworks?:
     const isPrivateIp = isIP(host) !== 0 && !isPublicAddress(host);
     const isLocalName = host === 'localhost' || host.endsWith('.localhost');
     if (isPrivateIp || isLocalName) {
+      const kind = isLocalName ? 'loopback' : addressKind(host);
       throw invalid(
-        `a webhook URL must reach the public internet; ${url.hostname} is a private or local address.`,
+        `a webhook URL must reach the public internet, and ${url.hostname} is a ${kind} address: deliveries ` +
+          'never go to loopback, private or link-local addresses, which could reach our own network instead of yours.' +
+          (options.nameDevelopmentSetting
+            ? ' In development, WEBHOOK_ALLOW_PRIVATE_NETWORKS=true (for the API and the dispatcher) allows it.'
+            : ''),
       );
     }
   }

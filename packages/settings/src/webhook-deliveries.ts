@@ -1,9 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { topology } from '@trips/broker';
-import { EVENT_TYPES, eventRecord, ID_PREFIXES, isEventType, TRIP_STATUSES } from '@trips/contracts';
+import {
+  EVENT_TYPES,
+  eventRecord,
+  ID_PREFIXES,
+  isEventType,
+  isTestEventId,
+  TEST_EVENT_ID_PREFIX,
+  TRIP_STATUSES,
+} from '@trips/contracts';
 import type { DeliveryMessage, EventSource } from '@trips/contracts';
 import type { WebhookRow } from '@trips/db';
-import { countEventsForRedelivery, eventsForRedelivery } from '@trips/db/events';
+import { countEventsForRedelivery, eventsForRedelivery, findRecordedEvent } from '@trips/db/events';
 import type { Actor } from './access.ts';
 import { audit } from './audit.ts';
 import type { SettingsContext, SettingsOptions } from './context.ts';
@@ -84,7 +92,7 @@ export function webhookDeliveryActions({ db, options }: SettingsContext) {
       const type = webhook.event_types.find(isEventType) ?? 'trip.updated';
       const objectType = EVENT_TYPES[type].object;
       const source: EventSource = {
-        id: `${ID_PREFIXES.event}test_${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}`,
+        id: `${TEST_EVENT_ID_PREFIX}${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}`,
         type,
         object_type: objectType,
         object_id: `${ID_PREFIXES[objectType]}test`,
@@ -154,6 +162,49 @@ export function webhookDeliveryActions({ db, options }: SettingsContext) {
         events: count,
       });
       return { webhook_id: id, since, events: count };
+    },
+
+    /**
+     * Sends one recorded event of the agency to this webhook again, as a fresh delivery (attempt
+     * 1): "send this event again" on one delivery of the log. Audited like a redelivery, with the
+     * event's id. A test event is in no record, and an event past EVENT_RETENTION is gone: both
+     * are refused as `invalid`.
+     */
+    async resendEvent(actor: Actor, id: string, eventId: string) {
+      const { webhook, who } = await findWebhook(db, actor, id);
+      requireOn(webhook);
+      if (isTestEventId(eventId)) {
+        throw invalid('a test event is not kept, so it cannot be sent again; send a new test event.');
+      }
+      const event = /^evt_[0-9A-Za-z_-]{1,100}$/.test(eventId)
+        ? await findRecordedEvent(db, {
+            agencyId: webhook.agency_id,
+            id: eventId,
+            notAfter: new Date(),
+            retentionMs,
+          })
+        : undefined;
+      if (!event) {
+        throw invalid(
+          `event ${eventId.slice(0, 120)} is not in your agency's event record: events are kept ${Math.round(retentionMs / 3600_000)} hours (EVENT_RETENTION).`,
+        );
+      }
+      if (!webhook.event_types.includes(event.type)) {
+        throw invalid(`the webhook no longer receives ${event.type} events; add that type first.`);
+      }
+      const amqpUrl = requireBroker();
+      const message = delivery(webhook, event as EventSource);
+      await publish(
+        amqpUrl,
+        (async function* () {
+          yield [message];
+        })(),
+      );
+      await audit(db, who, webhook.agency_id, 'webhook.redelivered', 'webhook', id, {
+        event_id: event.id,
+        events: 1,
+      });
+      return { webhook_id: id, event: message.event };
     },
   };
 }

@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database, WebhookAttemptRow, WebhookRow } from '@trips/db';
-import { listWebhookAttempts } from '@trips/db/webhook-attempts';
+import type { Database, WebhookRow } from '@trips/db';
 import { listWebhookSecretTimes, rotateWebhookSecretIn } from '@trips/db/webhook-secrets';
 import {
   findWebhook as findWebhookRow,
@@ -56,13 +55,17 @@ async function webhookFor(on: Kysely<Database>, actor: Actor, id: string, forUpd
 
 /** Webhooks (D7): created, listed, changed, switched off and on, their secrets rotated. */
 export function webhookActions({ db, options, inTransaction }: SettingsContext) {
+  const urlRules = {
+    allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+    nameDevelopmentSetting: options.nameDevelopmentSettings ?? false,
+  };
   return {
     /** Creates a webhook; its first `secret` is in the answer only. */
     async createWebhook(
       actor: Actor,
       input: { agencyId: string; url: string; eventTypes: string[]; description?: string | null },
     ) {
-      const url = checkWebhookUrl(input.url, options);
+      const url = checkWebhookUrl(input.url, urlRules);
       const eventTypes = checkEventTypes(input.eventTypes);
       const description = checkDescription(input.description);
       return inTransaction(async (trx) => {
@@ -103,7 +106,7 @@ export function webhookActions({ db, options, inTransaction }: SettingsContext) 
       id: string,
       changes: { url?: string; eventTypes?: string[]; description?: string | null },
     ) {
-      const url = changes.url === undefined ? undefined : checkWebhookUrl(changes.url, options);
+      const url = changes.url === undefined ? undefined : checkWebhookUrl(changes.url, urlRules);
       const eventTypes = changes.eventTypes === undefined ? undefined : checkEventTypes(changes.eventTypes);
       const description =
         changes.description === undefined ? undefined : checkDescription(changes.description);
@@ -160,16 +163,6 @@ export function webhookActions({ db, options, inTransaction }: SettingsContext) 
         });
         return { webhook_id: id, secret, previous_secrets_expire_at: previousExpireAt };
       });
-    },
-
-    async listAttempts(
-      actor: Actor,
-      id: string,
-      limit = 50,
-    ): Promise<{ webhook: WebhookView; attempts: WebhookAttemptRow[] }> {
-      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalid('a limit is from 1 to 1000.');
-      const { webhook } = await findWebhook(db, actor, id);
-      return { webhook: webhookView(webhook), attempts: await listWebhookAttempts(db, id, limit) };
     },
   };
 }

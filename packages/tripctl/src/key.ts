@@ -1,3 +1,4 @@
+import { formatTime } from '@trips/contracts';
 import type { Command } from 'commander';
 import { PLATFORM } from '@trips/settings';
 import { requireAgency } from './agency.ts';
@@ -56,7 +57,7 @@ export function registerKey(program: Command, ctx: Context): void {
       const revoked = await ctx.settings().revokeKey(PLATFORM, id);
       printResult(ctx.io, opts.json, { ...revoked, revoked: true }, [
         revoked.already_revoked
-          ? `Key ${id} was already revoked at ${revoked.revoked_at!.toISOString()}.`
+          ? `Key ${id} was already revoked at ${formatTime(revoked.revoked_at!)}.`
           : `Revoked key ${id}: calls with it now get 401 unauthorized.`,
       ]);
     });
@@ -68,7 +69,7 @@ export function registerKey(program: Command, ctx: Context): void {
     .option(...JSON_OPTION)
     .action(async (opts: { agency: string; json?: boolean }) => {
       const keys = await ctx.settings().listKeys(PLATFORM, opts.agency);
-      const time = (d: Date | null) => (d ? d.toISOString() : 'never');
+      const time = (d: Date | null) => (d ? formatTime(d) : 'never');
       printResult(
         ctx.io,
         opts.json,
@@ -77,8 +78,8 @@ export function registerKey(program: Command, ctx: Context): void {
           ? [`Agency ${opts.agency} has no keys.`]
           : keys.map(
               (k) =>
-                `${k.id}  ${k.prefix}…  ${k.revoked_at ? `revoked ${k.revoked_at.toISOString()}` : 'active'}  ` +
-                `scopes ${k.scopes.join(',')}  created ${k.created_at.toISOString()}  last used ${time(k.last_used_at)}` +
+                `${k.id}  ${k.prefix}…  ${k.revoked_at ? `revoked ${formatTime(k.revoked_at)}` : 'active'}  ` +
+                `scopes ${k.scopes.join(',')}  created ${formatTime(k.created_at)}  last used ${time(k.last_used_at)}` +
                 (k.name ? `  "${k.name}"` : ''),
             ),
       );

@@ -1,6 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { EVENT_TYPE_NAMES } from '@trips/contracts';
-import type { WebhookAttemptRow } from '@trips/db';
+import { EVENT_TYPE_NAMES, formatTime } from '@trips/contracts';
 import { isCalendarTime, parseDuration } from '@trips/runtime';
 import {
   checkDescription,
@@ -10,6 +9,7 @@ import {
   MAX_URL_LENGTH,
   PLATFORM,
   SettingsError,
+  type LogEntry,
   type WebhookView,
 } from '@trips/settings';
 import { requireAgency } from './agency.ts';
@@ -45,6 +45,12 @@ const parseEventTypes = fromCheck((value) =>
 
 const parseDescription = fromCheck((value) => checkDescription(value)!);
 
+function parseAttemptNumber(value: string): number {
+  const n = /^#?[1-9]\d{0,14}$/.test(value.trim()) ? Number(value.trim().replace('#', '')) : NaN;
+  if (!Number.isSafeInteger(n)) throw new InvalidArgumentError(`'${value}' is not an attempt number.`);
+  return n;
+}
+
 function parseLimit(value: string): number {
   const limit = /^\d+$/.test(value.trim()) ? Number(value.trim()) : NaN;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_ATTEMPTS_LIMIT) {
@@ -53,7 +59,7 @@ function parseLimit(value: string): number {
   return limit;
 }
 
-const time = (d: Date | null, none: string) => (d ? d.toISOString() : none);
+const time = (d: Date | null, none: string) => (d ? formatTime(d) : none);
 
 function webhookLines(w: WebhookView): string[] {
   const health = [`last success ${time(w.last_success_at, 'never')}`];
@@ -72,8 +78,9 @@ function webhookLines(w: WebhookView): string[] {
   ];
 }
 
-function attemptJson(a: WebhookAttemptRow) {
+function attemptJson(a: LogEntry) {
   return {
+    id: a.id,
     attempted_at: a.attempted_at,
     event_id: a.event_id,
     event_type: a.event_type,
@@ -81,16 +88,25 @@ function attemptJson(a: WebhookAttemptRow) {
     succeeded: a.succeeded,
     status_code: a.status_code,
     error: a.error,
+    reason: a.reason,
+    next_attempt: a.next,
     duration_ms: a.duration_ms,
     response_body: a.response_body,
   };
 }
 
-function attemptLine(a: WebhookAttemptRow): string {
-  const outcome = [a.error, a.status_code === null ? null : String(a.status_code)]
-    .filter((s) => s !== null)
-    .join(' ');
-  return `${a.attempted_at.toISOString()}  ${a.event_id}  ${a.event_type}  #${a.attempt}  ${outcome}  ${a.duration_ms} ms`;
+/** One attempt on two lines: what, and what happened in words (as the settings page says it). */
+function attemptLines(a: LogEntry): string[] {
+  const next = !a.next
+    ? []
+    : 'none' in a.next
+      ? [`  next attempt: none, ${a.next.none}`]
+      : [`  next attempt: ${a.next.number}, due ${formatTime(a.next.due_at)}`];
+  return [
+    `${formatTime(a.attempted_at)}  ${a.event_id}  ${a.event_type}  attempt ${a.attempt}  ${a.duration_ms} ms  (#${a.id})`,
+    `  ${a.succeeded ? 'delivered' : 'failed'}: ${a.succeeded ? `answered ${a.status_code}` : a.reason}`,
+    ...next,
+  ];
 }
 
 const webhookId = () => idOf('whk', 'a webhook');
@@ -216,31 +232,55 @@ function addEnableCommand(webhook: Command, ctx: Context): void {
     });
 }
 
-/** `webhook attempts`: a webhook's recent delivery attempts. */
+/** `webhook attempts`: a webhook's delivery log, newest first, a page at a time. */
 function addAttemptsCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('attempts')
-    .description("a webhook's recent delivery attempts, newest first")
-    .usage('--id <id> [--limit <n>] [--json]')
+    .description("a webhook's delivery attempts, newest first, each with why it failed")
+    .usage('--id <id> [--limit <n>] [--failed] [--before <attempt>] [--json]')
     .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
     .option('--limit <n>', `how many, from 1 to ${MAX_ATTEMPTS_LIMIT}`, parseLimit, 50)
+    .option('--failed', 'failed attempts only')
+    .option(
+      '--before <attempt>',
+      'the page before this attempt (#n, as the last page ended)',
+      parseAttemptNumber,
+    )
     .option(...JSON_OPTION)
-    .action(async (opts: { id: string; limit: number; json?: boolean }) => {
-      const { webhook: found, attempts } = await ctx.settings().listAttempts(PLATFORM, opts.id, opts.limit);
-      const human =
-        attempts.length === 0
-          ? [`No delivery attempts recorded for webhook ${found.id} (${found.url}).`]
-          : [
-              `The ${attempts.length} most recent delivery attempt${attempts.length > 1 ? 's' : ''} of webhook ${found.id} (${found.url}), newest first:`,
-              ...attempts.map(attemptLine),
-            ];
-      printResult(
-        ctx.io,
-        opts.json,
-        { webhook_id: found.id, state: found.state, attempts: attempts.map(attemptJson) },
-        human,
-      );
-    });
+    .action(
+      async (opts: { id: string; limit: number; failed?: boolean; before?: number; json?: boolean }) => {
+        const page = await ctx.settings().listAttempts(PLATFORM, opts.id, {
+          limit: opts.limit,
+          failedOnly: opts.failed === true,
+          ...(opts.before !== undefined && { before: opts.before }),
+        });
+        const { webhook: found, attempts } = page;
+        const which = opts.failed ? 'failed delivery attempt' : 'delivery attempt';
+        const human =
+          attempts.length === 0
+            ? [`No ${which}s recorded for webhook ${found.id} (${found.url}).`]
+            : [
+                `${attempts.length} ${which}${attempts.length > 1 ? 's' : ''} of webhook ${found.id} (${found.url}), newest first:`,
+                ...attempts.flatMap(attemptLines),
+                ...(page.next_before
+                  ? [
+                      `Older: tripctl webhook attempts --id ${found.id}${opts.failed ? ' --failed' : ''} --before ${page.next_before}`,
+                    ]
+                  : []),
+              ];
+        printResult(
+          ctx.io,
+          opts.json,
+          {
+            webhook_id: found.id,
+            state: found.state,
+            attempts: attempts.map(attemptJson),
+            next_before: page.next_before,
+          },
+          human,
+        );
+      },
+    );
 }
 
 /** `webhook update`: a webhook's new URL, event types or description. */
@@ -290,7 +330,7 @@ function addRotateSecretCommand(webhook: Command, ctx: Context): void {
     .action(async (opts: { id: string; overlap: number; json?: boolean }) => {
       const rotated = await ctx.settings().rotateSecret(PLATFORM, opts.id, { overlapMs: opts.overlap });
       printResult(ctx.io, opts.json, rotated, [
-        `Rotated the secret of webhook ${rotated.webhook_id}; the previous secret signs until ${rotated.previous_secrets_expire_at.toISOString()}.`,
+        `Rotated the secret of webhook ${rotated.webhook_id}; the previous secret signs until ${formatTime(rotated.previous_secrets_expire_at)}.`,
         'The new signing secret will not be shown again; store it now:',
         rotated.secret,
       ]);
@@ -331,7 +371,7 @@ function addRedeliverCommand(webhook: Command, ctx: Context): void {
         .redeliver(PLATFORM, opts.id, { since: opts.since, onProgress: progress.update })
         .finally(progress.end);
       printResult(ctx.io, opts.json, result, [
-        `Queued ${result.events} event${result.events === 1 ? '' : 's'} since ${result.since.toISOString()} for webhook ${result.webhook_id}.`,
+        `Queued ${result.events} event${result.events === 1 ? '' : 's'} since ${formatTime(result.since)} for webhook ${result.webhook_id}.`,
       ]);
     });
 }

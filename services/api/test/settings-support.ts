@@ -97,6 +97,12 @@ export class FormClient {
     });
   }
 
+  /** Follows a 303 of a form's post to its page, as a browser does. */
+  follow(res: { status: number; headers: Headers }) {
+    expect(res.status).toBe(303);
+    return this.get(new URL(res.headers.get('location')!, this.base).pathname);
+  }
+
   async signIn(email: string, password = PASSWORD) {
     await this.get('/settings/sign-in');
     return this.post('/settings/sign-in', { email, password });

@@ -1,6 +1,6 @@
 import type { ConsumeMessage } from 'amqplib';
 import { deliveryMessageProperties, type Topology } from '@trips/broker';
-import { isValid, type DeliveryMessage } from '@trips/contracts';
+import { isTestEventId, isValid, type DeliveryMessage } from '@trips/contracts';
 import type { DeliveryTarget } from '@trips/db/webhooks';
 import { atMostEvery, tracing, type Carrier, type Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
@@ -99,6 +99,12 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
       statusCode: result.statusCode,
       error: result.error,
       responseBody: result.body,
+      requestSignature: result.signature ?? null,
+      // A recorded event's body is its event record, rebuilt from `events` when shown; only one
+      // in no record keeps what was sent (migration 0018).
+      requestBody: isTestEventId(delivery.event.id) ? JSON.stringify(delivery.event) : null,
+      responseHeaders: result.responseHeaders ?? null,
+      errorDetail: result.errorDetail ?? null,
     });
 
   const handleSuccess = async (delivery: DeliveryMessage, result: AttemptResult): Promise<Outcome> => {

@@ -1,3 +1,4 @@
+import { formatTime, PRODUCT_NAME } from '@trips/contracts';
 import { describeDuration, formatDuration } from '@trips/runtime';
 import type { WebhookRow } from '@trips/db';
 import type { NewOwnerNotice } from '@trips/db/owner-notices';
@@ -40,6 +41,8 @@ export function switchedOffNotice(
       `  - ask the platform team to run: tripctl webhook enable --id ${webhook.id}`,
       'Switching it on starts a fresh failure count; events recorded while it was off are not sent',
       'automatically (an owner can ask to redeliver events since a time).',
+      '',
+      `— ${PRODUCT_NAME}`,
     ].join('\n'),
   };
 }
@@ -57,11 +60,14 @@ export function failingNotice(webhook: WebhookRow, recipient: string, ctx: Notic
       '',
       'We keep retrying each delivery. If the endpoint still fails',
       `${formatDuration(ctx.failureWindowMs)} after it started failing, we switch the webhook off and tell you again.`,
-      `You can see each attempt in API settings (${ctx.settingsUrl}).`,
+      `You can see each attempt, and why it failed, in API settings (${ctx.settingsUrl}).`,
+      '',
+      `— ${PRODUCT_NAME}`,
     ].join('\n'),
   };
 }
 
+/** A time as people read it everywhere (docs/wording.md). */
 function iso(value: Date | string | null): string {
-  return value ? new Date(value).toISOString() : 'unknown';
+  return value ? formatTime(value) : 'unknown';
 }

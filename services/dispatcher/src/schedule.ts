@@ -1,5 +1,3 @@
-import type { DeliveryPolicy } from './config.ts';
-
 // ---- The failure streak: its rules, stated once ----
 //
 // A webhook's failure streak is `webhooks.failing_since`. Deliveries move it through one statement,
@@ -26,28 +24,6 @@ import type { DeliveryPolicy } from './config.ts';
 // owners once when the streak is `policy.warnAfterMs` old, a third of it. The retries below do not
 // read the streak: each delivery measures the same window from its own first failure.
 
-export interface Retry {
-  delayMs: number;
-  /** The delivery's first failure, carried by the retry so the window is measured from it. */
-  firstFailedAt: number;
-}
-
-/**
- * When to try a failed delivery again (spec 6.3, D9): the n-th failure waits the n-th of
- * WEBHOOK_RETRY_DELAYS, the last one repeating, for as long as the next attempt still falls within
- * WEBHOOK_FAILURE_WINDOW of the delivery's first failure. With the defaults: 1m, 5m, 30m, 2h, 6h,
- * then every 24h, which ends after the attempt at 56h36m, the last one inside three days.
- * Answers null when the delivery has had its chances.
- */
-export function nextRetry(
-  policy: Pick<DeliveryPolicy, 'retryDelaysMs' | 'failureWindowMs'>,
-  failedAttempts: number,
-  firstFailedAt: number | null,
-  failedAt: number,
-): Retry | null {
-  const first = firstFailedAt ?? failedAt;
-  const delays = policy.retryDelaysMs;
-  const delayMs = delays[Math.min(failedAttempts, delays.length) - 1]!;
-  if (failedAt + delayMs > first + policy.failureWindowMs) return null;
-  return { delayMs, firstFailedAt: first };
-}
+// The schedule itself lives in @trips/broker (retry-schedule.ts), since the settings module reads it
+// too, to tell owners when a failing delivery's next attempt is due.
+export { nextRetry, type Retry } from '@trips/broker';

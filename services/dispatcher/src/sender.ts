@@ -37,6 +37,12 @@ export interface AttemptResult {
   error: AttemptError | null;
   /** The first KiB of the answer, as text. */
   body: string | null;
+  /** The Service-Signature sent; absent when nothing was sent. */
+  signature?: string;
+  /** The answer's headers as `name: value` lines, cut at 1 KiB. */
+  responseHeaders?: string | null;
+  /** Node's error code of a failure without an answer (the reason in words is told from it). */
+  errorDetail?: string | null;
   /**
    * The answer's body was still coming when its grace ran out, and was cut: the connection cannot
    * be used again, so every such attempt costs a new TLS handshake (endpoints.ts gives the
@@ -116,6 +122,8 @@ export class Sender {
     }
 
     const body = JSON.stringify(request.event);
+    // Each attempt signs anew with its own time (D7).
+    const signature = signatureHeader(body, request.secrets, Math.floor(Date.now() / 1000));
     const stream = this.client.stream(url, {
       body,
       headers: {
@@ -123,12 +131,11 @@ export class Sender {
         'user-agent': USER_AGENT,
         'service-event-id': request.event.id,
         'service-event-type': request.event.type,
-        // Each attempt signs anew with its own time (D7).
-        'service-signature': signatureHeader(body, request.secrets, Math.floor(Date.now() / 1000)),
+        'service-signature': signature,
       },
     });
     try {
-      const response = await new Promise<{ statusCode: number }>((resolve, reject) => {
+      const response = await new Promise<{ statusCode: number; rawHeaders: string[] }>((resolve, reject) => {
         stream.once('response', resolve);
         stream.once('error', reject);
       });
@@ -136,9 +143,22 @@ export class Sender {
       const status = response.statusCode;
       const error =
         status >= 200 && status < 300 ? null : status >= 300 && status < 400 ? 'redirect' : 'http_status';
-      return finish({ statusCode: status, error, body: text, bodyCut: cut });
+      return finish({
+        statusCode: status,
+        error,
+        body: text,
+        bodyCut: cut,
+        signature,
+        responseHeaders: headerLines(response.rawHeaders, BODY_LIMIT),
+      });
     } catch (error) {
-      return finish({ statusCode: null, error: attemptErrorOf(error), body: null });
+      return finish({
+        statusCode: null,
+        error: attemptErrorOf(error),
+        body: null,
+        signature,
+        errorDetail: errorCodeOf(error).slice(0, 100) || null,
+      });
     } finally {
       stream.destroy();
     }
@@ -199,13 +219,25 @@ export function storableText(bytes: Uint8Array, limit: number): string {
   return encoded.subarray(0, cut).toString('utf8');
 }
 
+/** The answer's headers as `name: value` lines, as storable text of at most `limit` bytes. */
+function headerLines(raw: readonly string[], limit: number): string {
+  const lines: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) lines.push(`${raw[i]}: ${raw[i + 1]}`);
+  return storableText(Buffer.from(lines.join('\n')), limit);
+}
+
+const errorCodeOf = (error: unknown): string => {
+  const e = error as { code?: string; cause?: { code?: string } };
+  return e.code ?? e.cause?.code ?? '';
+};
+
 const TLS_CODES =
   /^(ERR_TLS_|ERR_SSL_|EPROTO$|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|HOSTNAME_MISMATCH|ERR_OSSL)/;
 
 /** Maps what got and Node throw to the error classes owners see. */
 function attemptErrorOf(error: unknown): AttemptError {
-  const e = error as { code?: string; name?: string; cause?: { code?: string } };
-  const code = e.code ?? e.cause?.code ?? '';
+  const e = error as { name?: string };
+  const code = errorCodeOf(error);
   if (code === 'ssrf_blocked') return 'ssrf_blocked';
   if (e.name === 'TimeoutError' || code === 'ETIMEDOUT') return 'timeout';
   if (code === 'ECONNREFUSED') return 'connection_refused';

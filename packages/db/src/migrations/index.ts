@@ -16,6 +16,8 @@ import * as outboxFairClaim from './0014_outbox_fair_claim.ts';
 import * as fairDelivery from './0015_fair_delivery.ts';
 import * as deliveryTargetChanges from './0016_delivery_target_changes.ts';
 import * as recordEventsFunction from './0017_record_events.ts';
+import * as attemptDetails from './0018_attempt_details.ts';
+import * as shownOnce from './0019_shown_once.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -39,6 +41,8 @@ export const migrations: Record<string, Migration> = {
   '0015_fair_delivery': fairDelivery,
   '0016_delivery_target_changes': deliveryTargetChanges,
   '0017_record_events': recordEventsFunction,
+  '0018_attempt_details': attemptDetails,
+  '0019_shown_once': shownOnce,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -228,3 +228,23 @@ export async function countEventsForRedelivery(
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+/**
+ * One of the agency's recorded events by id, recorded no later than `notAfter` and within
+ * `retentionMs` of it: events are partitioned by time and have no index on id, so the time range
+ * keeps the search to the partitions that can hold it. For the delivery log's detail and for
+ * sending one event again, not for a hot path.
+ */
+export async function findRecordedEvent(
+  db: Db,
+  input: { agencyId: string; id: string; notAfter: Date; retentionMs: number },
+) {
+  return db
+    .selectFrom('events')
+    .select(['seq', 'id', 'type', 'object_type', 'object_id', 'data', 'created_at'])
+    .where('agency_id', '=', input.agencyId)
+    .where('id', '=', input.id)
+    .where('created_at', '<=', input.notAfter)
+    .where('created_at', '>', new Date(input.notAfter.getTime() - input.retentionMs))
+    .executeTakeFirst();
+}

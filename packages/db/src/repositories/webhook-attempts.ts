@@ -17,6 +17,14 @@ export interface NewAttempt {
   /** The failure class; null for a 2xx. */
   error: string | null;
   responseBody: string | null;
+  /** The Service-Signature sent (migration 0018). */
+  requestSignature?: string | null;
+  /** The body sent, only for an event in no record (a test event). */
+  requestBody?: string | null;
+  /** The answer's headers as `name: value` lines, at most 1 KiB. */
+  responseHeaders?: string | null;
+  /** Node's error code of a failure without an answer. */
+  errorDetail?: string | null;
 }
 
 /**
@@ -55,6 +63,10 @@ export async function recordAttempts(db: Db, attempts: readonly NewAttempt[]): P
       column((a) => a.responseBody),
       // What owners read as "last error": the class, and the status when there was an answer.
       column((a) => (a.statusCode === null ? a.error : `${a.error} (HTTP ${a.statusCode})`)),
+      column((a) => a.requestSignature ?? null),
+      column((a) => a.requestBody ?? null),
+      column((a) => a.responseHeaders ?? null),
+      column((a) => a.errorDetail ?? null),
     ]),
   );
 }
@@ -62,15 +74,19 @@ export async function recordAttempts(db: Db, attempts: readonly NewAttempt[]): P
 const RECORD_ATTEMPTS = `/* prepared: record_attempts */
     WITH batch AS (
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::int[],
-                           $7::int[], $8::text[], $9::text[], $10::text[])
+                           $7::int[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+                           $13::text[], $14::text[])
         WITH ORDINALITY AS b(webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
-                             status_code, error, response_body, last_error, ord)
+                             status_code, error, response_body, last_error, request_signature,
+                             request_body, response_headers, error_detail, ord)
     ),
     inserted AS (
       INSERT INTO webhook_attempts (webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
-                                    status_code, error, response_body, succeeded)
+                                    status_code, error, response_body, succeeded, request_signature,
+                                    request_body, response_headers, error_detail)
       SELECT webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
-             status_code, error, response_body, error IS NULL
+             status_code, error, response_body, error IS NULL, request_signature,
+             request_body, response_headers, error_detail
         FROM batch ORDER BY ord
     ),
     last_ok AS (
@@ -100,19 +116,132 @@ const RECORD_ATTEMPTS = `/* prepared: record_attempts */
        AND (s.last_fail_at IS NOT NULL OR w.failing_since IS NOT NULL OR w.last_success_at IS NULL
             OR w.last_success_at < s.ok_at - interval '1 second')`;
 
+/** An attempt as the delivery log lists it: with what became of its delivery afterwards. */
+export type ListedAttempt = WebhookAttemptRow & {
+  /** A later attempt of the same event to the same webhook was made. */
+  followed: boolean;
+  /** When this attempt's delivery first failed (its attempt 1), to measure the retry window. */
+  first_failed_at: Date | null;
+};
+
+/**
+ * A page of a webhook's attempts, newest first: those before the attempt `before` (its id), all
+ * or the failed ones only. Each says whether its delivery was attempted again, and when it first
+ * failed, so the log can tell when the next attempt is due.
+ */
 export async function listWebhookAttempts(
   db: Db,
   webhookId: string,
-  limit = 50,
-): Promise<WebhookAttemptRow[]> {
+  options: { limit?: number; failedOnly?: boolean; before?: number } = {},
+): Promise<ListedAttempt[]> {
+  let query = db
+    .selectFrom('webhook_attempts as a')
+    .selectAll('a')
+    .select((eb) => [
+      eb
+        .exists(
+          eb
+            .selectFrom('webhook_attempts as later')
+            .select(sql`1`.as('one'))
+            .whereRef('later.event_id', '=', 'a.event_id')
+            .whereRef('later.webhook_id', '=', 'a.webhook_id')
+            .whereRef('later.id', '>', 'a.id'),
+        )
+        .as('followed'),
+      eb
+        .selectFrom('webhook_attempts as first')
+        .select('first.attempted_at')
+        .whereRef('first.event_id', '=', 'a.event_id')
+        .whereRef('first.webhook_id', '=', 'a.webhook_id')
+        .where('first.attempt', '=', 1)
+        .whereRef('first.id', '<=', 'a.id')
+        .orderBy('first.id', 'desc')
+        .limit(1)
+        .as('first_failed_at'),
+    ])
+    .where('a.webhook_id', '=', webhookId);
+  if (options.failedOnly) query = query.where('a.succeeded', '=', false);
+  if (options.before !== undefined) {
+    const before = options.before;
+    // Keyset paging on the log's order (time, then id), from the attempt the last page ended at.
+    query = query.where((eb) =>
+      eb(
+        eb.refTuple('a.attempted_at', 'a.id'),
+        '<',
+        eb
+          .selectFrom('webhook_attempts as b')
+          .select(['b.attempted_at', 'b.id'])
+          .where('b.id', '=', before)
+          .where('b.webhook_id', '=', webhookId)
+          .$asTuple('attempted_at', 'id'),
+      ),
+    );
+  }
+  return query
+    .orderBy('a.attempted_at', 'desc')
+    .orderBy('a.id', 'desc')
+    .limit(options.limit ?? 50)
+    .execute() as Promise<ListedAttempt[]>;
+}
+
+/** One attempt of the webhook, or undefined (another webhook's attempt is not this one's). */
+export async function findWebhookAttempt(
+  db: Db,
+  webhookId: string,
+  attemptId: number,
+): Promise<WebhookAttemptRow | undefined> {
   return db
     .selectFrom('webhook_attempts')
     .selectAll()
+    .where('id', '=', attemptId)
     .where('webhook_id', '=', webhookId)
-    .orderBy('attempted_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit)
+    .executeTakeFirst();
+}
+
+/** Per webhook, attempts and failures in the last `hours` hours (the overview's success rate). */
+export async function attemptCountsSince(
+  db: Db,
+  webhookIds: readonly string[],
+  since: Date,
+): Promise<Map<string, { attempts: number; failures: number }>> {
+  if (webhookIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('webhook_attempts')
+    .select((eb) => [
+      'webhook_id',
+      eb.fn.countAll<string>().as('attempts'),
+      sql<string>`count(*) FILTER (WHERE NOT succeeded)`.as('failures'),
+    ])
+    .where('webhook_id', 'in', webhookIds)
+    .where('attempted_at', '>=', since)
+    .groupBy('webhook_id')
     .execute();
+  return new Map(
+    rows.map((r) => [r.webhook_id, { attempts: Number(r.attempts), failures: Number(r.failures) }]),
+  );
+}
+
+/**
+ * A webhook's attempts and failures per period (hour or day, in UTC) from `since`, oldest first;
+ * periods without attempts are left out.
+ */
+export async function attemptHistogram(
+  db: Db,
+  webhookId: string,
+  unit: 'hour' | 'day',
+  since: Date,
+): Promise<{ period: Date; attempts: number; failures: number }[]> {
+  const rows = await sql<{ period: Date; attempts: string; failures: string }>`
+    SELECT date_trunc(${unit}, attempted_at, 'UTC') AS period, count(*) AS attempts,
+           count(*) FILTER (WHERE NOT succeeded) AS failures
+      FROM webhook_attempts
+     WHERE webhook_id = ${webhookId} AND attempted_at >= ${since}
+     GROUP BY 1 ORDER BY 1`.execute(db);
+  return rows.rows.map((r) => ({
+    period: r.period,
+    attempts: Number(r.attempts),
+    failures: Number(r.failures),
+  }));
 }
 
 /** Deletes attempts older than `before`, a bounded batch at a time; answers how many went. */

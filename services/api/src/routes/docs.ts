@@ -1,9 +1,10 @@
 import type { IRouter } from 'express';
-import { openapiDocument, renderReferencePage } from '@trips/contracts';
+import { API_BASE_PATH, openapiDocument, PRODUCT_NAME, renderReferencePage } from '@trips/contracts';
 import { sendJsonBytes } from '../http/send-json.ts';
 
 /**
- * The public contract, readable without a key: the OpenAPI document and its reference page.
+ * The public contract, readable without a key: the OpenAPI document, its reference page, and the
+ * root, which points to them.
  * Added to the caller's router, not a Router of their own: see app.ts for why. Returns the paths
  * it adds.
  */
@@ -19,5 +20,21 @@ export function addDocsRoutes(router: IRouter): string[] {
   router.get(pagePath, (_req, res) => {
     res.type('text/html').send(referencePage);
   });
-  return [documentPath, pagePath];
+  // The root points to the docs: a browser is sent there, a program gets the links as JSON.
+  const rootPath = '/';
+  const root = Buffer.from(
+    JSON.stringify({
+      name: `${PRODUCT_NAME} API`,
+      docs: pagePath,
+      openapi: documentPath,
+      api: API_BASE_PATH,
+      settings: '/settings',
+    }),
+  );
+  router.get(rootPath, (req, res) => {
+    res.set('Link', `<${pagePath}>; rel="service-doc", <${documentPath}>; rel="service-desc"`);
+    if (req.accepts(['json', 'html']) === 'html') return res.redirect(302, pagePath);
+    sendJsonBytes(res, root);
+  });
+  return [documentPath, pagePath, rootPath];
 }

@@ -5,6 +5,7 @@ import type { SessionUser } from '@trips/db/sessions';
 import { describeDuration, type Logger } from '@trips/runtime';
 import type { Settings } from '@trips/settings';
 import { Sessions } from './session.ts';
+import { ShownOnce } from './shown-once.ts';
 import type { SignInPolicy } from './sign-in.ts';
 
 export interface SettingsPageOptions extends SignInPolicy {
@@ -21,17 +22,21 @@ export interface PageContext {
   options: SettingsPageOptions;
   settings: Settings;
   sessions: Sessions;
+  /** A new key or secret, kept sealed for the one page that shows it. */
+  shownOnce: ShownOnce;
   /** EVENT_RETENTION in words, e.g. '30 days'. */
   retention: string;
 }
 
 export function pageContext(db: Kysely<Database>, logger: Logger, options: SettingsPageOptions): PageContext {
+  const sessions = new Sessions(db, options.sessionTtlMs);
   return {
     db,
     logger,
     options,
     settings: options.settings,
-    sessions: new Sessions(db, options.sessionTtlMs),
+    sessions,
+    shownOnce: new ShownOnce(db, sessions),
     retention: describeDuration(options.eventRetentionMs),
   };
 }

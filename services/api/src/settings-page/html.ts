@@ -1,4 +1,4 @@
-import { escapeHtml } from '@trips/contracts';
+import { escapeHtml, formatTime } from '@trips/contracts';
 
 /** HTML that is already safe to send: only `html` and `raw` make one. */
 export class SafeHtml {
@@ -32,9 +32,8 @@ export function html(strings: TemplateStringsArray, ...parts: Part[]): SafeHtml 
   return new SafeHtml(out);
 }
 
-/** A time for people, in UTC, inside a machine-readable <time>. */
+/** A time for people (docs/wording.md), inside a machine-readable <time>. */
 export function time(value: Date | null | undefined, empty = '—'): SafeHtml {
   if (!value) return html`${empty}`;
-  const iso = value.toISOString();
-  return html`<time datetime="${iso}">${iso.slice(0, 19).replace('T', ' ')} UTC</time>`;
+  return html`<time datetime="${value.toISOString()}">${formatTime(value)}</time>`;
 }

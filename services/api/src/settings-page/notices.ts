@@ -9,6 +9,8 @@ const NOTICES: Record<string, string> = {
   'webhook-enabled': 'The webhook is on again, with a fresh failure streak.',
   'webhook-disabled': 'The webhook is switched off: nothing is delivered to it until you switch it back on.',
   'test-sent': 'A test event is on its way; it shows in the delivery log in a moment (reload the page).',
+  'sent-again':
+    'The event is queued to be sent again, as a new delivery (attempt 1); it shows in the delivery log in a moment.',
   redelivered: 'The events are queued for delivery again; they show in the delivery log as they go.',
 };
 

@@ -7,6 +7,7 @@ import { addKeyRoutes } from './routes/keys.ts';
 import { addOverviewRoutes } from './routes/overview.ts';
 import { addPageSetup } from './routes/page-setup.ts';
 import { addRefusals } from './routes/refusals.ts';
+import { addShownOnceRoute } from './routes/shown-once.ts';
 import { addSessionCheck, addSignInRoutes, addSignOutRoute } from './routes/signing-in.ts';
 import { addDeliveryRoutes, addWebhookRoutes } from './routes/webhooks.ts';
 
@@ -35,6 +36,7 @@ export function settingsPageRouter(
   addSignOutRoute(router, context);
   addOverviewRoutes(router, context);
   addKeyRoutes(router, context);
+  addShownOnceRoute(router, context);
   addWebhookRoutes(router, context);
   addDeliveryRoutes(router, context);
   // ---- Anything else, and refusals ----

@@ -29,18 +29,25 @@ export function readCookie(req: Request, name: string): string | undefined {
  * Path=/settings (the API itself never sees it), Secure whenever the request came over https
  * (directly or through a trusted proxy), so it is never sent in clear once TLS is in front.
  */
-export function setCookie(req: Request, res: Response, name: string, value: string, maxAgeMs?: number): void {
+export function setCookie(
+  req: Request,
+  res: Response,
+  name: string,
+  value: string,
+  maxAgeMs?: number,
+  path = '/settings',
+): void {
   res.cookie(name, value, {
     httpOnly: true,
     sameSite: 'lax',
     secure: req.secure,
-    path: '/settings',
+    path,
     ...(maxAgeMs === undefined ? {} : { maxAge: maxAgeMs }),
   });
 }
 
-export function clearCookie(req: Request, res: Response, name: string): void {
-  res.clearCookie(name, { httpOnly: true, sameSite: 'lax', secure: req.secure, path: '/settings' });
+export function clearCookie(req: Request, res: Response, name: string, path = '/settings'): void {
+  res.clearCookie(name, { httpOnly: true, sameSite: 'lax', secure: req.secure, path });
 }
 
 /** Equal strings, compared in constant time (a form token must not leak through timing). */
@@ -76,6 +83,12 @@ export class Sessions {
     const token = readCookie(req, SESSION_COOKIE);
     if (!token || token.length > 100) return undefined;
     return findSession(this.db, hashToken(token));
+  }
+
+  /** The key of the request's session (the SHA-256 of its cookie's token), if it has a cookie. */
+  tokenHash(req: Request): string | undefined {
+    const token = readCookie(req, SESSION_COOKIE);
+    return token && token.length <= 100 ? hashToken(token) : undefined;
   }
 
   async end(req: Request, res: Response): Promise<void> {

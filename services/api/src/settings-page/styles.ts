@@ -8,7 +8,7 @@ a { color: var(--accent); }
 .skip { position: absolute; left: -999px; }
 .skip:focus { left: 1rem; top: 1rem; background: #fff; padding: .5rem; z-index: 1; }
 header.top { background: #fff; border-bottom: 1px solid var(--line); }
-header.top .inner { display: flex; align-items: center; justify-content: space-between; gap: 1rem; }
+header.top .inner { display: flex; flex-wrap: wrap; align-items: center; justify-content: space-between; gap: .25rem 1rem; }
 header.top p { margin: 0; color: var(--muted); }
 .inner { max-width: 64rem; margin: 0 auto; padding: .75rem 1.25rem; }
 main.inner { padding-top: 1.5rem; padding-bottom: 3rem; }
@@ -49,5 +49,31 @@ button.link { background: none; border: none; color: var(--accent); text-decorat
 .state-switched_off, .state-disabled, .state-revoked { color: var(--danger); }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 0; }
 dl.facts dt { font-weight: 600; }
-dl.facts dd { margin: 0; }
+dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+pre.block { background: var(--bg); border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem;
+  white-space: pre-wrap; overflow-wrap: anywhere; font-family: ui-monospace, monospace; font-size: .85rem; margin: .25rem 0 .75rem; }
+nav.filter { display: flex; gap: 1rem; margin-bottom: .5rem; }
+nav.filter a[aria-current] { font-weight: 700; text-decoration: none; color: var(--ink); }
+.pager { display: flex; justify-content: space-between; gap: 1rem; }
+.health-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(15rem, 1fr)); gap: 1rem; }
+.health-grid figure { margin: 0; }
+svg.health { display: block; width: 100%; height: 4.5rem; }
+.key { display: inline-block; width: .8rem; height: .8rem; border-radius: 2px; vertical-align: -.1rem; }
+.key-ok { background: #1f6b45; } .key-failed { background: #a3261b; margin-left: .75rem; }
+fieldset fieldset { border: none; padding: 0; margin: .25rem 0; }
+/* Narrow screens (a phone is about 390 px wide): the header wraps as lines, not a column; a
+   table's rows become stacked cards, each cell with its column's name; wide things wrap. */
+@media (max-width: 40rem) {
+  .inner { padding: .6rem .9rem; }
+  header.top .inner { flex-direction: row; }
+  section.card { padding: .75rem .8rem; }
+  h1 { font-size: 1.3rem; overflow-wrap: anywhere; }
+  table, thead, tbody, tr, th, td, caption { display: block; width: 100%; }
+  thead tr { position: absolute; left: -9999px; }
+  tbody tr { border: 1px solid var(--line); border-radius: 6px; margin-bottom: .75rem; padding: .25rem .5rem; }
+  th, td { border-bottom: none; padding: .3rem 0; overflow-wrap: anywhere; }
+  td[data-label]::before { content: attr(data-label); display: block; font-weight: 600; font-size: .85rem; color: var(--muted); }
+  dl.facts { grid-template-columns: 1fr; }
+  dl.facts dd { margin-bottom: .4rem; }
+}
 `;

@@ -4,8 +4,6 @@ import { SettingsError } from '@trips/settings';
 import { actionRunner } from '../actions.ts';
 import { actor, type PageContext } from '../context.ts';
 import { fields, optionalText } from '../form-fields.ts';
-import { html } from '../html.ts';
-import { shownOncePage } from '../views/message-pages.ts';
 import { onOverview } from './overview.ts';
 
 /** API keys: create one (shown once), change its scopes, revoke it; all from the overview. */
@@ -21,17 +19,11 @@ export function addKeyRoutes(router: Router, ctx: PageContext): void {
         scopes: fields(req.body.scopes),
         name: optionalText(req.body.name),
       });
-      res.type('html').send(
-        shownOncePage(res.locals.user, {
-          title: 'Your new API key',
-          label: `API key ${created.prefix}…`,
-          value: created.key,
-          explanation: html`<p>
-            Send it as <code>Authorization: Bearer …</code>. Scopes: ${created.scopes.join(', ')}. We keep
-            only a hash of it: if it is lost, revoke it and create another.
-          </p>`,
-          back: '/settings',
-        }),
+      await ctx.shownOnce.redirectToShow(
+        req,
+        res,
+        { kind: 'key', prefix: created.prefix, scopes: created.scopes },
+        created.key,
       );
     }, onOverview(ctx)),
   );

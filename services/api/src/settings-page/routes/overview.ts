@@ -16,14 +16,15 @@ async function renderOverview(
   draft?: WebhookDraft,
 ) {
   const user = res.locals.user;
-  const [keys, webhooks] = await Promise.all([
+  const [keys, webhooks, successRates] = await Promise.all([
     settings.listKeys(actor(res), user.agencyId),
     settings.listWebhooks(actor(res), user.agencyId),
+    settings.successRates(actor(res), user.agencyId),
   ]);
   res
     .status(status)
     .type('html')
-    .send(overviewPage(user, { keys, webhooks, draft, notice: notice(req), ...banner }));
+    .send(overviewPage(user, { keys, webhooks, successRates, draft, notice: notice(req), ...banner }));
 }
 
 /** A refused action of a form on the overview shows the overview again (with what was typed). */

@@ -1,14 +1,14 @@
 import type { Request, Router } from 'express';
+import { EVENT_TYPE_NAMES } from '@trips/contracts';
 import { isCalendarTime } from '@trips/runtime';
 import { SettingsError } from '@trips/settings';
 import { actionRunner, type Refusal } from '../actions.ts';
 import { actor, type PageContext, type SignedIn } from '../context.ts';
 import { field, fields, optionalText } from '../form-fields.ts';
-import { html } from '../html.ts';
 import { notice } from '../notices.ts';
 import type { Banner } from '../views/layout.ts';
-import { shownOncePage } from '../views/message-pages.ts';
-import type { WebhookDraft } from '../views/webhook-form.ts';
+import { ALL_EVENTS, type WebhookDraft } from '../views/webhook-form.ts';
+import { attemptPage } from '../views/attempt-page.ts';
 import { webhookPage } from '../views/webhook-page.ts';
 import { onOverview } from './overview.ts';
 
@@ -22,9 +22,15 @@ async function renderWebhook(
   draft?: WebhookDraft,
 ) {
   const id = String(req.params.id);
-  const [webhook, { attempts }] = await Promise.all([
+  const log = logView(req);
+  const [webhook, page, health] = await Promise.all([
     settings.getWebhook(actor(res), id),
-    settings.listAttempts(actor(res), id, 50),
+    settings.listAttempts(actor(res), id, {
+      limit: 50,
+      failedOnly: log.failedOnly,
+      ...(log.before !== undefined && { before: log.before }),
+    }),
+    settings.webhookHealth(actor(res), id),
   ]);
   res
     .status(status)
@@ -32,7 +38,8 @@ async function renderWebhook(
     .send(
       webhookPage(res.locals.user, {
         webhook,
-        attempts,
+        log: { ...log, attempts: page.attempts, nextBefore: page.next_before },
+        health,
         retention,
         draft,
         notice: notice(req),
@@ -41,16 +48,28 @@ async function renderWebhook(
     );
 }
 
+/** Which page of the delivery log the query asks for: `?log=failed` and `before=<attempt>`. */
+function logView(req: Request): { failedOnly: boolean; before?: number } {
+  const before = field(req.query.before);
+  return {
+    failedOnly: field(req.query.log) === 'failed',
+    ...(/^[1-9]\d{0,14}$/.test(before) && { before: Number(before) }),
+  };
+}
+
 /** A refused action of a form on a webhook's page shows that page again (with what was typed). */
 const onWebhook =
   (ctx: PageContext, draft?: (req: Request) => WebhookDraft): Refusal =>
   (req, res, status, banner) =>
     renderWebhook(ctx, req, res, status, banner, draft?.(req));
-const webhookDraft = (req: Request): WebhookDraft => ({
-  url: field(req.body.url),
-  description: field(req.body.description),
-  events: fields(req.body.events),
-});
+const webhookDraft = (req: Request): WebhookDraft => {
+  const events = fields(req.body.events);
+  return {
+    url: field(req.body.url),
+    description: field(req.body.description),
+    events: events.includes(ALL_EVENTS) ? [...EVENT_TYPE_NAMES] : events,
+  };
+};
 
 /** Webhooks: add one (its secret shown once), its page, change it, switch it, rotate its secret. */
 export function addWebhookRoutes(router: Router, ctx: PageContext): void {
@@ -70,17 +89,11 @@ export function addWebhookRoutes(router: Router, ctx: PageContext): void {
         eventTypes: draft.events ?? [],
         description: optionalText(req.body.description),
       });
-      res.type('html').send(
-        shownOncePage(res.locals.user, {
-          title: 'Your new webhook',
-          label: 'Signing secret',
-          value: secret,
-          explanation: html`<p>
-            Verify each delivery’s <code>Service-Signature</code> with it (see the webhooks guide). Deliveries
-            to <code>${webhook.url}</code> start with the next event.
-          </p>`,
-          back: `/settings/webhooks/${webhook.id}`,
-        }),
+      await ctx.shownOnce.redirectToShow(
+        req,
+        res,
+        { kind: 'webhook', webhookId: webhook.id, url: webhook.url },
+        secret,
       );
     }, onAddForm),
   );
@@ -121,18 +134,15 @@ export function addWebhookRoutes(router: Router, ctx: PageContext): void {
       const seconds = Number(field(req.body.overlap_seconds) || 'NaN');
       const id = String(req.params.id);
       const rotated = await settings.rotateSecret(actor(res), id, { overlapMs: seconds * 1000 });
-      res.type('html').send(
-        shownOncePage(res.locals.user, {
-          title: 'Your new signing secret',
-          label: 'Signing secret',
-          value: rotated.secret,
-          explanation: html`<p>
-            The previous secret keeps signing until ${rotated.previous_secrets_expire_at.toISOString()}: until
-            then each delivery carries a <code>v1=</code> signature for each, so switch your endpoint to the
-            new one before.
-          </p>`,
-          back: `/settings/webhooks/${id}`,
-        }),
+      await ctx.shownOnce.redirectToShow(
+        req,
+        res,
+        {
+          kind: 'rotated',
+          webhookId: id,
+          previousExpireAt: rotated.previous_secrets_expire_at.toISOString(),
+        },
+        rotated.secret,
       );
     }, onWebhook(ctx)),
   );
@@ -165,4 +175,44 @@ export function addDeliveryRoutes(router: Router, ctx: PageContext): void {
       res.redirect(303, `/settings/webhooks/${id}?notice=redelivered`);
     }, onWebhook(ctx)),
   );
+
+  router.get('/webhooks/:id/attempts/:attempt', (req, res, next) =>
+    renderAttempt(ctx, req, res as SignedIn).catch(next),
+  );
+
+  router.post(
+    '/webhooks/:id/attempts/:attempt/send-again',
+    act(async (req, res) => {
+      const id = String(req.params.id);
+      const { attempt } = await settings.getAttempt(actor(res), id, attemptNumber(req));
+      await settings.resendEvent(actor(res), id, attempt.event_id);
+      res.redirect(303, `/settings/webhooks/${id}/attempts/${attempt.id}?notice=sent-again`);
+    }, onAttempt(ctx)),
+  );
 }
+
+/** The attempt's number in the path; one that is not a number is no attempt (404). */
+const attemptNumber = (req: Request) => {
+  const value = String(req.params.attempt);
+  return /^[1-9]\d{0,14}$/.test(value) ? Number(value) : 0;
+};
+
+/** One attempt in full: the request as sent, the answer, and "send this event again". */
+async function renderAttempt(
+  { settings }: PageContext,
+  req: Request,
+  res: SignedIn,
+  status = 200,
+  banner: Banner = {},
+) {
+  const detail = await settings.getAttempt(actor(res), String(req.params.id), attemptNumber(req));
+  res
+    .status(status)
+    .type('html')
+    .send(attemptPage(res.locals.user, { ...detail, notice: notice(req), ...banner }));
+}
+
+const onAttempt =
+  (ctx: PageContext): Refusal =>
+  (req, res, status, banner) =>
+    renderAttempt(ctx, req, res, status, banner);

@@ -1,3 +1,4 @@
+import { PRODUCT_NAME } from '@trips/contracts';
 import type { SessionUser } from '@trips/db/sessions';
 import type { WebhookState } from '@trips/db/webhooks';
 import { html, type SafeHtml } from '../html.ts';
@@ -20,7 +21,7 @@ export function page(title: string, body: SafeHtml, user?: SessionUser): string 
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>${title} · API settings</title>
+        <title>${title} · API settings · ${PRODUCT_NAME}</title>
         <link rel="stylesheet" href="/settings/style.css" />
       </head>
       <body>
@@ -28,7 +29,7 @@ export function page(title: string, body: SafeHtml, user?: SessionUser): string 
         <header class="top">
           <div class="inner">
             <p>
-              <strong>Trip Planner</strong> · API
+              <strong>${PRODUCT_NAME}</strong> · API
               settings${user ? html` for <strong>${user.agencyName}</strong>` : ''}
             </p>
             ${

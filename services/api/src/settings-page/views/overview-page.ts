@@ -2,12 +2,19 @@ import { EVENT_TYPE_NAMES, SCOPES } from '@trips/contracts';
 import type { SessionUser } from '@trips/db/sessions';
 import type { ApiKeyView, WebhookView } from '@trips/settings';
 import { html, time, type SafeHtml } from '../html.ts';
+import { percent } from './health-chart.ts';
 import { banners, checkboxes, csrfField, page, stateBadge, type Banner } from './layout.ts';
 import { webhookFields, type WebhookDraft } from './webhook-form.ts';
 
 export function overviewPage(
   user: SessionUser,
-  input: { keys: ApiKeyView[]; webhooks: WebhookView[]; draft?: WebhookDraft } & Banner,
+  input: {
+    keys: ApiKeyView[];
+    webhooks: WebhookView[];
+    /** Each webhook's share of delivered attempts over the last 24 hours. */
+    successRates: Map<string, number | null>;
+    draft?: WebhookDraft;
+  } & Banner,
 ): string {
   const draft = input.draft ?? {};
   return page(
@@ -29,7 +36,7 @@ export function overviewPage(
 
       <section class="card" aria-labelledby="webhooks-heading">
         <h2 id="webhooks-heading">Webhooks</h2>
-        ${input.webhooks.length === 0 ? html`<p>No webhooks yet.</p>` : webhooksTable(input.webhooks)}
+        ${input.webhooks.length === 0 ? html`<p>No webhooks yet.</p>` : webhooksTable(input.webhooks, input.successRates)}
         <h3>Add a webhook</h3>
         <form method="post" action="/settings/webhooks">
           ${csrfField(user)}
@@ -60,7 +67,7 @@ function keysTable(user: SessionUser, keys: ApiKeyView[]): SafeHtml {
         (key) =>
           html`<tr>
             <th scope="row"><code>${key.prefix}…</code>${key.name ? html`<br />${key.name}` : ''}</th>
-            <td>
+            <td data-label="Scopes">
               ${
                 key.revoked_at
                   ? html`${stateBadge('revoked')} ${time(key.revoked_at)}`
@@ -71,9 +78,9 @@ function keysTable(user: SessionUser, keys: ApiKeyView[]): SafeHtml {
                     </form>`
               }
             </td>
-            <td>${time(key.created_at)}</td>
-            <td>${time(key.last_used_at, 'never')}</td>
-            <td>
+            <td data-label="Created">${time(key.created_at)}</td>
+            <td data-label="Last used">${time(key.last_used_at, 'never')}</td>
+            <td data-label="Actions">
               ${
                 key.revoked_at
                   ? ''
@@ -94,13 +101,14 @@ function keysTable(user: SessionUser, keys: ApiKeyView[]): SafeHtml {
   </table>`;
 }
 
-function webhooksTable(webhooks: WebhookView[]): SafeHtml {
+function webhooksTable(webhooks: WebhookView[], rates: Map<string, number | null>): SafeHtml {
   return html`<table>
     <thead>
       <tr>
         <th scope="col">Endpoint</th>
         <th scope="col">Events</th>
         <th scope="col">State</th>
+        <th scope="col">Delivered, 24 h</th>
         <th scope="col">Last success</th>
       </tr>
     </thead>
@@ -113,9 +121,12 @@ function webhooksTable(webhooks: WebhookView[]): SafeHtml {
                 w.description ? html`<br />${w.description}` : ''
               }
             </th>
-            <td>${w.events.length === EVENT_TYPE_NAMES.length ? 'all events' : w.events.join(', ')}</td>
-            <td>${stateBadge(w.state)}</td>
-            <td>${time(w.last_success_at, 'never')}</td>
+            <td data-label="Events">
+              ${w.events.length === EVENT_TYPE_NAMES.length ? 'all events' : w.events.join(', ')}
+            </td>
+            <td data-label="State">${stateBadge(w.state)}</td>
+            <td data-label="Delivered, 24 h">${percent(rates.get(w.id) ?? null)}</td>
+            <td data-label="Last success">${time(w.last_success_at, 'never')}</td>
           </tr>`,
       )}
     </tbody>

@@ -1,6 +1,10 @@
-import { EVENT_TYPE_NAMES } from '@trips/contracts';
-import { html } from '../html.ts';
+import { EVENT_TYPE_NAMES, EVENT_TYPES, OBJECT_TYPES, type ObjectType } from '@trips/contracts';
+import { html, type SafeHtml } from '../html.ts';
 import { checkboxes } from './layout.ts';
+
+/** The value of the "All events" choice in the form's `events` field. */
+export const ALL_EVENTS = 'all';
+const OBJECT_NAMES: Record<ObjectType, string> = { trip: 'Trips', payment: 'Payments', contact: 'Contacts' };
 
 export interface WebhookDraft {
   url?: string;
@@ -15,7 +19,8 @@ export function webhookFields(
 ) {
   return html`<label for="${id}-url">Endpoint URL</label>
     <p class="hint" id="${id}-url-hint">
-      https only, on the public internet. Each delivery is signed (see the docs).
+      https only, on the public internet. Each delivery is signed (see the
+      <a href="/docs#webhooks">webhooks guide</a>).
     </p>
     <input
       id="${id}-url"
@@ -34,5 +39,29 @@ export function webhookFields(
       maxlength="500"
       value="${values.description}"
     />
-    ${checkboxes('events', 'Events to send', EVENT_TYPE_NAMES, values.events)}`;
+    ${eventChoice(values.events)}`;
+}
+
+/**
+ * "All events" (as tripctl's `--events all`), or the types one by one, grouped by the object they
+ * concern. Without script the two cannot exclude each other; "All events" wins when both are sent.
+ */
+function eventChoice(chosen: readonly string[]): SafeHtml {
+  const all = chosen.includes(ALL_EVENTS) || EVENT_TYPE_NAMES.every((t) => chosen.includes(t));
+  return html`<fieldset>
+    <legend>Events to send</legend>
+    <label
+      ><input type="checkbox" name="events" value="${ALL_EVENTS}" ${all ? html` checked` : ''} />
+      <strong>All events</strong></label
+    >
+    <p class="hint">Or choose some:</p>
+    ${OBJECT_TYPES.map((object) =>
+      checkboxes(
+        'events',
+        OBJECT_NAMES[object],
+        EVENT_TYPE_NAMES.filter((t) => EVENT_TYPES[t].object === object),
+        all ? [] : chosen,
+      ),
+    )}
+  </fieldset>`;
 }

@@ -1,7 +1,8 @@
-import type { WebhookAttemptRow } from '@trips/db';
 import type { SessionUser } from '@trips/db/sessions';
-import type { WebhookView } from '@trips/settings';
-import { html, time, type SafeHtml } from '../html.ts';
+import type { WebhookHealth, WebhookView } from '@trips/settings';
+import { html, time } from '../html.ts';
+import { deliveryLog, type LogInput } from './delivery-log.ts';
+import { healthSection } from './health-chart.ts';
 import { banners, csrfField, page, stateBadge, type Banner } from './layout.ts';
 import { webhookFields, type WebhookDraft } from './webhook-form.ts';
 
@@ -15,7 +16,8 @@ const OVERLAP_CHOICES: { value: string; label: string }[] = [
 
 export interface WebhookPageInput extends Banner {
   webhook: WebhookView & { secrets: { created_at: Date; expires_at: Date | null }[] };
-  attempts: WebhookAttemptRow[];
+  log: LogInput;
+  health: WebhookHealth;
   /** EVENT_RETENTION, e.g. '30 days'. */
   retention: string;
   draft?: WebhookDraft;
@@ -75,9 +77,14 @@ export function webhookPage(user: SessionUser, input: WebhookPageInput): string 
         </div>
       </section>
 
-      <section class="card" aria-labelledby="attempts-heading">
-        <h2 id="attempts-heading">Delivery log</h2>
-        ${input.attempts.length === 0 ? html`<p>No deliveries yet.</p>` : attemptsTable(input.attempts)}
+      <section class="card" aria-labelledby="health-heading">
+        <h2 id="health-heading">Health</h2>
+        ${healthSection(input.health)}
+      </section>
+
+      <section class="card" aria-labelledby="log-heading" id="log">
+        <h2 id="log-heading">Delivery log</h2>
+        ${deliveryLog(w.id, input.log)}
       </section>
 
       <section class="card" aria-labelledby="rotate-heading">
@@ -132,51 +139,4 @@ export function webhookPage(user: SessionUser, input: WebhookPageInput): string 
       </section>`,
     user,
   );
-}
-
-function attemptsTable(attempts: WebhookAttemptRow[]): SafeHtml {
-  return html`<table>
-    <caption>
-      The last ${attempts.length} attempts, newest first.
-    </caption>
-    <thead>
-      <tr>
-        <th scope="col">Time</th>
-        <th scope="col">Event</th>
-        <th scope="col">Attempt</th>
-        <th scope="col">Result</th>
-        <th scope="col">Duration</th>
-        <th scope="col">Answer</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${attempts.map(
-        (a) =>
-          html`<tr>
-            <td>${time(a.attempted_at)}</td>
-            <td><code>${a.event_type}</code><br /><code>${a.event_id}</code></td>
-            <td>${a.attempt}</td>
-            <td>
-              ${
-                a.succeeded
-                  ? html`<span class="state state-active">Delivered</span>`
-                  : html`<span class="state state-failing">Failed</span>`
-              }
-              ${a.status_code ?? ''} ${a.error ?? ''}
-            </td>
-            <td>${a.duration_ms} ms</td>
-            <td>
-              ${
-                a.response_body
-                  ? html`<details>
-                      <summary>First KiB</summary>
-                      <pre class="mono">${a.response_body}</pre>
-                    </details>`
-                  : '—'
-              }
-            </td>
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
 }

@@ -1,0 +1,78 @@
+import type { WebhookAttemptRow } from '@trips/db';
+
+// Why an attempt failed, in words a receiver's developer can act on (issue 26). The settings page
+// and tripctl both say it this way. The dispatcher records a failure class (`error`) and, for a
+// failure without an answer, Node's error code (`error_detail`); the words are told from those.
+
+/** TLS error codes of Node and OpenSSL, and what each means for the endpoint's certificate. */
+const TLS_REASONS: [RegExp, string][] = [
+  [/SELF_SIGNED/, 'the certificate is not trusted (self-signed)'],
+  [/CERT_HAS_EXPIRED/, 'the certificate has expired'],
+  [/CERT_NOT_YET_VALID/, 'the certificate is not valid yet'],
+  [/ALTNAME|HOSTNAME_MISMATCH/, 'the certificate is not for this host name'],
+  [
+    /UNABLE_TO_(GET_ISSUER|VERIFY_LEAF)/,
+    'the certificate chain is incomplete or not trusted (send the intermediate certificates)',
+  ],
+  [/CERT_REVOKED/, 'the certificate is revoked'],
+  [/EPROTO|SSL|OSSL|HANDSHAKE/, 'the handshake failed (no TLS 1.2 or newer, or no common cipher)'],
+];
+
+const STATUS_WORDS: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  410: 'Gone',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+type Described = Pick<
+  WebhookAttemptRow,
+  'succeeded' | 'status_code' | 'error' | 'error_detail' | 'duration_ms'
+>;
+
+/** What happened to an attempt, in one line: "delivered (200)" or why it failed. */
+export function describeAttempt(a: Described): string {
+  const status = a.status_code;
+  if (a.succeeded) return `delivered: answered ${status}`;
+  const detail = a.error_detail ?? '';
+  const code = detail ? ` (${detail})` : '';
+  switch (a.error) {
+    case 'http_status': {
+      const words = status !== null && STATUS_WORDS[status] ? ` ${STATUS_WORDS[status]}` : '';
+      return `answered ${status}${words}: only a 2xx answer counts as delivered`;
+    }
+    case 'redirect':
+      return `answered ${status}: redirects are not followed; register the URL it points to`;
+    case 'timeout':
+      return `no complete answer within ${Math.max(1, Math.round(a.duration_ms / 1000))} s: answer 2xx first, then do the work`;
+    case 'connection_refused':
+      return 'connection refused: nothing accepts connections at that host and port';
+    case 'connection_reset':
+      return `the connection was closed before a complete answer${code}`;
+    case 'dns':
+      return /EAI_AGAIN/.test(detail)
+        ? 'DNS: the host name could not be looked up just now (EAI_AGAIN)'
+        : `DNS: the host name does not exist${code}`;
+    case 'tls': {
+      const reason = TLS_REASONS.find(([pattern]) => pattern.test(detail))?.[1] ?? 'the handshake failed';
+      return `TLS: ${reason}${code}`;
+    }
+    case 'ssrf_blocked':
+      return 'refused: the host name resolves to a private, loopback or link-local address';
+    case 'invalid_url':
+      return 'not sent: the URL is not a valid https URL';
+    default:
+      return `network error${code}`;
+  }
+}

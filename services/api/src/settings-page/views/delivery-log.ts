@@ -1,0 +1,89 @@
+import type { LogEntry, NextAttempt } from '@trips/settings';
+import { html, time, type SafeHtml } from '../html.ts';
+
+// A webhook's delivery log: every attempt with what happened in words, when a failing delivery is
+// tried next, all or failed only, 50 at a time, each with a link to its details.
+
+export interface LogInput {
+  attempts: LogEntry[];
+  failedOnly: boolean;
+  /** The attempt this page starts before, when it is not the newest page. */
+  before?: number;
+  /** Where the next (older) page starts; null on the last. */
+  nextBefore: number | null;
+}
+
+function nextCell(next: NextAttempt | null): SafeHtml {
+  if (!next) return html`—`;
+  if ('none' in next) return html`none: ${next.none}`;
+  return html`attempt ${next.number}, due ${time(next.due_at)}`;
+}
+
+export function deliveryLog(webhookId: string, log: LogInput): SafeHtml {
+  const base = `/settings/webhooks/${webhookId}`;
+  const filterLink = (failed: boolean, label: string) =>
+    html`<a
+      href="${failed ? `${base}?log=failed` : base}#log"
+      ${failed === log.failedOnly ? html` aria-current="page"` : ''}
+      >${label}</a
+    >`;
+  return html`<nav class="filter" aria-label="Which attempts">
+      ${filterLink(false, 'All attempts')} ${filterLink(true, 'Failed only')}
+    </nav>
+    ${
+      log.attempts.length === 0
+        ? html`<p>${log.failedOnly ? 'No failed attempts.' : 'No deliveries yet.'}</p>`
+        : attemptsTable(base, log)
+    }
+    <p class="pager">
+      ${log.before ? html`<a href="${base}${log.failedOnly ? '?log=failed' : ''}#log">← Newest</a>` : ''}
+      ${
+        log.nextBefore
+          ? html`<a href="${base}?${log.failedOnly ? 'log=failed&' : ''}before=${log.nextBefore}#log"
+              >Older attempts →</a
+            >`
+          : ''
+      }
+    </p>`;
+}
+
+function attemptsTable(base: string, log: LogInput): SafeHtml {
+  return html`<table class="stack">
+    <caption>
+      ${log.failedOnly ? 'Failed attempts' : 'Attempts'}, newest first${log.before ? ', older page' : ''}.
+    </caption>
+    <thead>
+      <tr>
+        <th scope="col">Time</th>
+        <th scope="col">Event</th>
+        <th scope="col">Attempt</th>
+        <th scope="col">Result</th>
+        <th scope="col">Next attempt</th>
+        <th scope="col">Details</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${log.attempts.map(
+        (a) =>
+          html`<tr>
+            <td data-label="Time">${time(a.attempted_at)}</td>
+            <td data-label="Event"><code>${a.event_type}</code><br /><code>${a.event_id}</code></td>
+            <td data-label="Attempt">${a.attempt}</td>
+            <td data-label="Result">
+              ${
+                a.succeeded
+                  ? html`<span class="state state-active">Delivered</span>`
+                  : html`<span class="state state-failing">Failed</span>`
+              }
+              ${a.succeeded ? html`${a.status_code}` : a.reason}
+              <span class="hint">(${a.duration_ms} ms)</span>
+            </td>
+            <td data-label="Next attempt">${nextCell(a.next)}</td>
+            <td data-label="Details">
+              <a href="${base}/attempts/${a.id}" aria-label="Details of attempt ${a.id}">Details</a>
+            </td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}
