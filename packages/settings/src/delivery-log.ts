@@ -46,6 +46,8 @@ export interface LogPage {
   attempts: LogEntry[];
   /** Pass as `before` for the page after this one; null on the last page. */
   next_before: number | null;
+  /** Why the latest failed attempt failed, in words; null if none failed. */
+  last_failure_reason: string | null;
 }
 
 export interface HealthBucket {
@@ -121,9 +123,13 @@ export function deliveryLogActions({ db, options }: SettingsContext) {
       }
       const { webhook: row } = await findWebhook(db, actor, id);
       const webhook = webhookView(row);
-      const rows = await listWebhookAttempts(db, id, { ...input, limit: limit + 1 });
+      const [rows, [lastFailure]] = await Promise.all([
+        listWebhookAttempts(db, id, { ...input, limit: limit + 1 }),
+        listWebhookAttempts(db, id, { failedOnly: true, limit: 1 }),
+      ]);
       const page = rows.slice(0, limit);
       return {
+        last_failure_reason: lastFailure ? describeAttempt(lastFailure) : null,
         webhook,
         attempts: page.map((a) => ({ ...a, reason: describeAttempt(a), next: nextAfter(a, webhook) })),
         next_before: rows.length > limit ? page[page.length - 1]!.id : null,

@@ -15,7 +15,14 @@ import {
   waitFor,
   type TestDatabase,
 } from '@trips/testkit';
-import { createSettings, PLATFORM, SettingsError, verifyPassword, type Settings } from '../src/index.ts';
+import {
+  checkWebhookUrl,
+  createSettings,
+  PLATFORM,
+  SettingsError,
+  verifyPassword,
+  type Settings,
+} from '../src/index.ts';
 
 let t: TestDatabase;
 let settings: Settings;
@@ -320,17 +327,31 @@ describe('webhooks', () => {
     expect(JSON.stringify(audit)).not.toContain(secret);
   });
 
+  test('a refused private URL names the setting that allows it only outside production', () => {
+    const message = (nameDevelopmentSetting: boolean) => {
+      try {
+        checkWebhookUrl('https://10.0.0.1/x', { nameDevelopmentSetting });
+      } catch (error) {
+        return (error as Error).message;
+      }
+      throw new Error('not refused');
+    };
+    expect(message(true)).toContain('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true');
+    expect(message(false)).not.toContain('WEBHOOK_ALLOW_PRIVATE_NETWORKS');
+    expect(message(false)).toContain('10.0.0.1 is a private address');
+  });
+
   test.each([
     ['an http URL', 'http://hooks.fairway.example/', /https/],
     ['a URL with credentials', 'https://ops:hunter2@hooks.fairway.example/', /credentials/],
-    ['a loopback address', 'https://127.0.0.1/hook', /private or local/],
-    ['a private address', 'https://10.1.2.3:8443/hook', /private or local/],
-    ['the metadata address', 'https://169.254.169.254/latest', /private or local/],
-    ['an IPv6 loopback', 'https://[::1]/hook', /private or local/],
-    ['an IPv4-mapped private address', 'https://[::ffff:192.168.0.1]/', /private or local/],
-    ['localhost', 'https://localhost:8443/', /private or local/],
-    ['localhost with the root dot', 'https://localhost./hook', /private or local/],
-    ['a name under localhost with the root dot', 'https://api.localhost./hook', /private or local/],
+    ['a loopback address', 'https://127.0.0.1/hook', /127\.0\.0\.1 is a loopback address/],
+    ['a private address', 'https://10.1.2.3:8443/hook', /10\.1\.2\.3 is a private address/],
+    ['the metadata address', 'https://169.254.169.254/latest', /is a link-local address/],
+    ['an IPv6 loopback', 'https://[::1]/hook', /is a loopback address/],
+    ['an IPv4-mapped private address', 'https://[::ffff:192.168.0.1]/', /is a private address/],
+    ['localhost', 'https://localhost:8443/', /is a loopback address/],
+    ['localhost with the root dot', 'https://localhost./hook', /is a loopback address/],
+    ['a name under localhost with the root dot', 'https://api.localhost./hook', /is a loopback address/],
     ['not a URL', 'hooks.fairway.example', /not a URL/],
   ])('%s is refused as invalid on create and update; nothing changes', async (_what, url, message) => {
     const a = await newAgency();

@@ -112,7 +112,9 @@ test('webhook update refuses a private address (exit 2) and changes nothing', as
   const { agency, webhook } = await setup();
   const result = await cli(['webhook', 'update', '--id', webhook.id, '--url', 'https://192.168.1.10/'], env);
   expect(result.code).toBe(2);
-  expect(result.stderr).toMatch(/private or local/);
+  expect(result.stderr).toMatch(
+    /192.168.1.10 is a private address: deliveries never go to loopback, private or link-local addresses.*WEBHOOK_ALLOW_PRIVATE_NETWORKS=true/,
+  );
   expect((await auditOf(agency)).map((r) => r.action)).toEqual(['webhook.created']);
 });
 

@@ -276,8 +276,8 @@ describe('webhook list', () => {
     expect(human.stdout).toMatch(new RegExp(`${failing.id}  failing  https://a\\.example/failing`));
     expect(human.stdout).toMatch(new RegExp(`${switchedOff.id}  switched_off  https://a\\.example/off`));
     expect(human.stdout).toMatch(new RegExp(`${disabled.id}  disabled  https://a\\.example/disabled`));
-    expect(human.stdout).toMatch(/failing since 2030-01-02T00:00:00\.000Z/);
-    expect(human.stdout).toMatch(/switched off at 2030-01-04T00:00:00\.000Z/);
+    expect(human.stdout).toMatch(/failing since 2030-01-02 00:00:00 UTC/);
+    expect(human.stdout).toMatch(/switched off at 2030-01-04 00:00:00 UTC/);
     expect(human.stdout).toMatch(/last error timeout/);
     expect(human.stdout).toMatch(/events: trip\.created, payment\.paid/);
     expect(human.stdout).not.toContain(foreign.id);
@@ -416,6 +416,7 @@ describe('webhook attempts', () => {
     expect(out.webhook_id).toBe(id);
     expect(out.attempts).toEqual([
       {
+        id: expect.any(Number),
         attempted_at: '2030-03-01T10:06:00.000Z',
         event_id: 'evt_first',
         event_type: 'trip.created',
@@ -423,6 +424,8 @@ describe('webhook attempts', () => {
         succeeded: true,
         status_code: 200,
         error: null,
+        reason: 'delivered: answered 200',
+        next_attempt: null,
         duration_ms: 103,
         response_body: 'answer 3',
       },
@@ -436,15 +439,61 @@ describe('webhook attempts', () => {
     );
     expect(limited.attempts.map((a) => a.attempt)).toEqual([3, 2]);
 
+    // In words, as the settings page says them, times as everywhere (docs/wording.md).
     const human = await cli(['webhook', 'attempts', '--id', id], env);
     expect(human.code).toBe(0);
     const lines = human.stdout.trim().split('\n');
-    expect(lines).toHaveLength(4);
-    expect(lines[0]).toMatch(/3 most recent delivery attempts of webhook/);
-    expect(lines[1]).toBe('2030-03-01T10:06:00.000Z  evt_first  trip.created  #3  200  103 ms');
-    expect(lines[2]).toBe('2030-03-01T10:01:00.000Z  evt_first  trip.created  #2  http_status 503  102 ms');
-    expect(lines[3]).toBe('2030-03-01T10:00:00.000Z  evt_first  trip.created  #1  timeout  101 ms');
+    expect(lines).toHaveLength(7);
+    expect(lines[0]).toMatch(/^3 delivery attempts of webhook whk_\w+ \(https:.*\), newest first:$/);
+    expect(lines.slice(1).map((l) => l.replace(/\(#\d+\)$/, '(#n)'))).toEqual([
+      '2030-03-01 10:06:00 UTC  evt_first  trip.created  attempt 3  103 ms  (#n)',
+      '  delivered: answered 200',
+      '2030-03-01 10:01:00 UTC  evt_first  trip.created  attempt 2  102 ms  (#n)',
+      '  failed: answered 503 Service Unavailable: only a 2xx answer counts as delivered',
+      '2030-03-01 10:00:00 UTC  evt_first  trip.created  attempt 1  101 ms  (#n)',
+      '  failed: no complete answer within 1 s: answer 2xx first, then do the work',
+    ]);
     expect(human.stdout).not.toContain('evt_elsewhere');
+  });
+
+  test('a failing delivery tells its next attempt; --failed shows failures only; --before pages back', async () => {
+    const agencyId = await newAgency();
+    const { id } = await newWebhook(agencyId);
+    const base = Date.parse('2030-03-01T10:00:00Z');
+    for (let i = 0; i < 5; i++) {
+      await recordAttempt(t.db, {
+        webhookId: id,
+        eventId: `evt_${i}`,
+        eventType: 'trip.created',
+        attempt: 1,
+        attemptedAt: new Date(base + i * 60_000),
+        durationMs: 7,
+        statusCode: i % 2 ? 200 : null,
+        error: i % 2 ? null : 'tls',
+        errorDetail: i % 2 ? null : 'DEPTH_ZERO_SELF_SIGNED_CERT',
+        responseBody: null,
+      });
+    }
+    const failed = await cli(['webhook', 'attempts', '--id', id, '--failed', '--limit', '2'], env);
+    const lines = failed.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^2 failed delivery attempts of webhook/);
+    expect(lines[1]).toMatch(/^2030-03-01 10:04:00 UTC  evt_4  trip.created  attempt 1  7 ms  \(#\d+\)$/);
+    expect(lines[2]).toBe(
+      '  failed: TLS: the certificate is not trusted (self-signed) (DEPTH_ZERO_SELF_SIGNED_CERT)',
+    );
+    // WEBHOOK_RETRY_DELAYS' first delay, 1m by default (D9).
+    expect(lines[3]).toBe('  next attempt: 2, due 2030-03-01 10:05:00 UTC');
+    const before = /--before (\d+)$/.exec(lines.at(-1)!)![1]!;
+    expect(lines.at(-1)).toBe(`Older: tripctl webhook attempts --id ${id} --failed --before ${before}`);
+    const older = await cliJson<{ attempts: { event_id: string }[]; next_before: number | null }>(
+      ['webhook', 'attempts', '--id', id, '--failed', '--before', before],
+      env,
+    );
+    expect(older.attempts.map((a) => a.event_id)).toEqual(['evt_0']);
+    expect(older.next_before).toBeNull();
+    const bad = await cli(['webhook', 'attempts', '--id', id, '--before', 'x'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/not an attempt number/);
   });
 
   test('a webhook without attempts says so', async () => {
@@ -454,6 +503,7 @@ describe('webhook attempts', () => {
       webhook_id: id,
       state: 'active',
       attempts: [],
+      next_before: null,
     });
     expect((await cli(['webhook', 'attempts', '--id', id], env)).stdout).toMatch(/No delivery attempts/);
   });

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { queueNames, topology } from '@trips/broker';
+import { EVENT_TYPE_NAMES } from '@trips/contracts';
 import { ensureEventPartitions } from '@trips/db/events';
 import { readConfig, startDispatcherService, type DispatcherService } from '@trips/dispatcher';
 import {
@@ -145,12 +146,19 @@ test('the owner creates a key, shown once, that works on the API', async () => {
   await create.getByRole('group', { name: 'Scopes' }).getByLabel('events:read').check();
   await create.getByRole('button', { name: 'Create key' }).click();
   await page.getByRole('heading', { name: 'Your new API key' }).waitFor();
+  // Post/redirect/get: the key is on a page of its own, which a reload does not show again.
+  expect(page.url()).toMatch(/\/settings\/shown-once\/[\w-]+$/);
   const key = (await page.locator('output').textContent())!.trim();
   await shot('03-key-shown-once');
   const events = await fetch(`${api.url}/api/v1/events`, { headers: { authorization: `Bearer ${key}` } });
   expect(events.status).toBe(200);
+  await page.reload();
+  await page.getByRole('heading', { name: 'Already shown' }).waitFor();
+  expect(await page.content()).not.toContain(key);
+  await shot('03b-key-not-shown-again');
+  expect(await t.db.selectFrom('api_keys').select('id').execute()).toHaveLength(1);
 
-  await page.getByRole('link', { name: 'I have copied it, go back' }).click();
+  await page.goto(`${api.url}/settings`);
   const row = page.getByRole('row', { name: /Booking sync/ });
   await row.waitFor();
   expect(await page.content()).not.toContain(key);
@@ -159,9 +167,12 @@ test('the owner creates a key, shown once, that works on the API', async () => {
 test('the owner adds a webhook, sends a test event and sees the delivery in the log', async () => {
   await page.getByLabel('Endpoint URL').fill(receiver.url);
   await page.getByLabel('Description').fill('Our CRM');
+  // Events are grouped by object; "All events" takes every type.
   const events = page.getByRole('group', { name: 'Events to send' });
-  await events.getByLabel('trip.created').check();
-  await events.getByLabel('trip.status_changed').check();
+  await expect(
+    events.getByRole('group', { name: 'Payments' }).getByLabel('payment.paid').count(),
+  ).resolves.toBe(1);
+  await events.getByLabel('All events').check();
   await page.getByRole('button', { name: 'Add webhook' }).click();
   await page.getByRole('heading', { name: 'Your new webhook' }).waitFor();
   firstSecret = (await page.locator('output').textContent())!.trim();
@@ -170,6 +181,8 @@ test('the owner adds a webhook, sends a test event and sees the delivery in the 
   await page.waitForURL(/\/settings\/webhooks\/whk_\w+$/);
   webhookId = page.url().split('/').pop()!;
   expect(webhookId).toMatch(/^whk_/);
+  const row = await t.db.selectFrom('webhooks').select('event_types').executeTakeFirstOrThrow();
+  expect(row.event_types).toHaveLength(EVENT_TYPE_NAMES.length);
   await expectAllControlsLabelled();
 
   await press('Send a test event', 'test-sent');
@@ -216,8 +229,21 @@ test('a failing webhook is switched off after the window, and the owner switches
   receiver.answer = () => ({ status: 500, body: 'down for maintenance' });
   await press('Send a test event', 'test-sent');
   await reloadUntil('Switched off', 'the switch-off');
-  await expect(page.getByText('down for maintenance').count()).resolves.toBeGreaterThan(0);
   await shot('07-switched-off');
+  // Why, in words, and the answer in full on the attempt's own page.
+  await page.getByRole('link', { name: 'Failed only' }).click();
+  await page
+    .getByRole('link', { name: /^Details of attempt/ })
+    .first()
+    .click();
+  await page.getByText('down for maintenance').waitFor();
+  await expect(
+    page.getByText('answered 500 Internal Server Error', { exact: false }).count(),
+  ).resolves.toBeGreaterThan(0);
+  await expect(page.getByText('Service-Signature: t=', { exact: false }).count()).resolves.toBe(1);
+  expect(await page.content()).not.toContain(firstSecret);
+  await shot('07b-failed-attempt');
+  await page.goto(`${api.url}/settings/webhooks/${webhookId}`);
 
   receiver.answer = () => ({ status: 200, body: 'ok' });
   await page.getByRole('button', { name: 'Switch back on' }).focus();
@@ -248,6 +274,10 @@ test('a failing webhook is switched off after the window, and the owner switches
     'webhook.test_sent',
     'webhook.enabled',
   ]);
+  await page.goto(`${api.url}/settings`);
+  await page.getByRole('columnheader', { name: 'Delivered, 24 h' }).waitFor();
+  await shot('08b-overview-with-rates');
+  await page.goto(`${api.url}/settings/webhooks/${webhookId}`);
   expect(new Set(audit.map((a) => a.actor))).toEqual(new Set([people.owner.email]));
 }, 60_000);
 
@@ -269,6 +299,21 @@ test('the owner redelivers the events recorded since a time', async () => {
   expect(JSON.parse(request.body)).toMatchObject({ id: eventId, type: 'trip.status_changed' });
   await reloadUntil(eventId, 'the redelivery in the log');
   await shot('09-redelivered');
+
+  // The same event once more, from its attempt's page: a new delivery, audited.
+  const row = page.getByRole('row', { name: new RegExp(eventId) });
+  await row.getByRole('link', { name: /^Details of attempt/ }).click();
+  await page.getByRole('button', { name: 'Send this event again' }).click();
+  await page.waitForURL(/notice=sent-again$/);
+  await expect(page.getByRole('status').textContent()).resolves.toContain('queued to be sent again');
+  await waitFor(
+    () => (receiver.requests.filter((r) => r.body.includes(eventId)).length === 2 ? true : null),
+    {
+      timeoutMs: 15_000,
+      what: 'the event sent again',
+    },
+  );
+  await shot('09b-sent-again');
 }, 60_000);
 
 test('a planner signs in and is refused, in the browser too', async () => {

@@ -37,12 +37,14 @@ export function switchedOffNotice(
       'catch up from its last stored cursor once the endpoint works again.',
       '',
       'To switch it back on, fix the endpoint, then:',
-      `  - in API settings (${ctx.settingsUrl}), open Webhooks and choose "Switch on", or`,
+      `  - in API settings (${ctx.settingsUrl}), open the webhook and choose "Switch back on", or`,
       `  - ask the platform team to run: tripctl webhook enable --id ${webhook.id}`,
       'Switching it on starts a fresh failure count; events recorded while it was off are not sent',
       'automatically (an owner can ask to redeliver events since a time).',
       '',
-      `— ${PRODUCT_NAME}`,
+      // The usual signature separator, then who writes (docs/wording.md).
+      '-- ',
+      PRODUCT_NAME,
     ].join('\n'),
   };
 }
@@ -62,7 +64,9 @@ export function failingNotice(webhook: WebhookRow, recipient: string, ctx: Notic
       `${formatDuration(ctx.failureWindowMs)} after it started failing, we switch the webhook off and tell you again.`,
       `You can see each attempt, and why it failed, in API settings (${ctx.settingsUrl}).`,
       '',
-      `— ${PRODUCT_NAME}`,
+      // The usual signature separator, then who writes (docs/wording.md).
+      '-- ',
+      PRODUCT_NAME,
     ].join('\n'),
   };
 }

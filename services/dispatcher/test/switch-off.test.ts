@@ -1,3 +1,4 @@
+import { formatTime, PRODUCT_NAME } from '@trips/contracts';
 import { findWebhook, setWebhookEnabled } from '@trips/db/webhooks';
 import {
   createTestCa,
@@ -164,7 +165,10 @@ test('no 2xx for the window: warned at a third, switched off once, one e-mail pe
   const text = mail[0]!.raw.replace(/=\r?\n/g, '');
   expect(text).toContain(dead.id);
   expect(text).toContain(deadReceiver.url);
-  expect(text).toContain(new Date(deadSince).toISOString());
+  // Times and the product's name as everywhere people read them (docs/wording.md).
+  expect(text).toContain(formatTime(new Date(deadSince)));
+  // The signature separator "-- " (its space quoted-printable: =20), then the name.
+  expect(text).toMatch(new RegExp(`^--(=20| )\r?\n${PRODUCT_NAME}\r?$`, 'm'));
   expect(text).toContain('http_status (HTTP 500)');
   expect(text).toContain(`tripctl webhook enable --id ${dead.id}`);
   expect(text).toContain('https://trips.example/settings');

@@ -33,11 +33,11 @@ button { font: inherit; cursor: pointer; border-radius: 6px; padding: .45rem .9r
   background: var(--accent); color: var(--accent-ink); }
 button.secondary { background: #fff; color: var(--accent); }
 button.danger { background: #fff; color: var(--danger); border-color: var(--danger); }
-button.link { background: none; border: none; color: var(--accent); text-decoration: underline; padding: 0; }
+button.link { background: none; border: none; color: var(--accent); text-decoration: underline; padding: 0; white-space: nowrap; }
 :focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
 .inline { display: inline; }
 .actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; margin-top: .75rem; }
-.notice, .error, .secret { border-radius: 6px; padding: .75rem 1rem; margin-bottom: 1rem; }
+.notice, .error, .secret { border-radius: 6px; padding: .75rem 1rem; margin-bottom: 1rem; overflow-wrap: anywhere; }
 .notice { background: #e5f3ea; border: 1px solid #9fceb0; }
 .error { background: #fbe9e7; border: 1px solid #e3a59e; }
 .secret { background: #fff8e1; border: 1px solid #e6c66a; }
@@ -65,7 +65,9 @@ fieldset fieldset { border: none; padding: 0; margin: .25rem 0; }
    table's rows become stacked cards, each cell with its column's name; wide things wrap. */
 @media (max-width: 40rem) {
   .inner { padding: .6rem .9rem; }
-  header.top .inner { flex-direction: row; }
+  header.top p, header.top form span { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; min-width: 0; }
+  header.top p { flex: 1 1 100%; }
+  header.top form { display: flex; gap: .75rem; justify-content: space-between; align-items: baseline; width: 100%; min-width: 0; }
   section.card { padding: .75rem .8rem; }
   h1 { font-size: 1.3rem; overflow-wrap: anywhere; }
   table, thead, tbody, tr, th, td, caption { display: block; width: 100%; }

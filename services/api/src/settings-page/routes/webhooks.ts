@@ -39,6 +39,7 @@ async function renderWebhook(
       webhookPage(res.locals.user, {
         webhook,
         log: { ...log, attempts: page.attempts, nextBefore: page.next_before },
+        lastFailureReason: page.last_failure_reason,
         health,
         retention,
         draft,

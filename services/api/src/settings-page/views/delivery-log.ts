@@ -79,7 +79,7 @@ function attemptsTable(base: string, log: LogInput): SafeHtml {
               <span class="hint">(${a.duration_ms} ms)</span>
             </td>
             <td data-label="Next attempt">${nextCell(a.next)}</td>
-            <td data-label="Details">
+            <td>
               <a href="${base}/attempts/${a.id}" aria-label="Details of attempt ${a.id}">Details</a>
             </td>
           </tr>`,

@@ -28,14 +28,14 @@ export function page(title: string, body: SafeHtml, user?: SessionUser): string 
         <a class="skip" href="#main">Skip to content</a>
         <header class="top">
           <div class="inner">
-            <p>
+            <p title="${user ? `API settings for ${user.agencyName}` : 'API settings'}">
               <strong>${PRODUCT_NAME}</strong> · API
               settings${user ? html` for <strong>${user.agencyName}</strong>` : ''}
             </p>
             ${
               user
                 ? html`<form method="post" action="/settings/sign-out" class="inline">
-                    ${csrfField(user)}<span>${user.email}</span>
+                    ${csrfField(user)}<span title="${user.email}">${user.email}</span>
                     <button type="submit" class="link">Sign out</button>
                   </form>`
                 : ''

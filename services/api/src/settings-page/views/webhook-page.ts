@@ -17,6 +17,8 @@ const OVERLAP_CHOICES: { value: string; label: string }[] = [
 export interface WebhookPageInput extends Banner {
   webhook: WebhookView & { secrets: { created_at: Date; expires_at: Date | null }[] };
   log: LogInput;
+  /** The latest failure in words (the webhook's last_error is its class). */
+  lastFailureReason: string | null;
   health: WebhookHealth;
   /** EVENT_RETENTION, e.g. '30 days'. */
   retention: string;
@@ -47,7 +49,7 @@ export function webhookPage(user: SessionUser, input: WebhookPageInput): string 
           <dt>Last failure</dt>
           <dd>${time(w.last_failure_at, 'never')}</dd>
           <dt>Last error</dt>
-          <dd>${w.last_error ?? '—'}</dd>
+          <dd>${w.last_error ? (input.lastFailureReason ?? w.last_error) : '—'}</dd>
           <dt>Signing secrets</dt>
           <dd>
             ${w.secrets.map(
