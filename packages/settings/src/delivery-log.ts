@@ -21,7 +21,7 @@ import { findWebhook, webhookView, type WebhookView } from './webhooks.ts';
 // here is audited.
 
 /** D9's defaults, for a reader started without the dispatcher's settings. */
-export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+const DEFAULT_RETRY_POLICY: RetryPolicy = {
   retryDelaysMs: [60_000, 300_000, 1_800_000, 7_200_000, 21_600_000, 86_400_000],
   failureWindowMs: 3 * 86_400_000,
 };

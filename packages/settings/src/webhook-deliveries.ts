@@ -68,6 +68,35 @@ const delivery = (webhook: WebhookRow, source: EventSource): DeliveryMessage => 
   first_failed_at: null,
 });
 
+/** The agency's recorded event to send again to the webhook, or `invalid` with the reason. */
+async function eventToResend(
+  db: SettingsContext['db'],
+  webhook: WebhookRow,
+  eventId: string,
+  retentionMs: number,
+) {
+  if (isTestEventId(eventId)) {
+    throw invalid('a test event is not kept, so it cannot be sent again; send a new test event.');
+  }
+  const event = /^evt_[0-9A-Za-z_-]{1,100}$/.test(eventId)
+    ? await findRecordedEvent(db, {
+        agencyId: webhook.agency_id,
+        id: eventId,
+        notAfter: new Date(),
+        retentionMs,
+      })
+    : undefined;
+  if (!event) {
+    throw invalid(
+      `event ${eventId.slice(0, 120)} is not in your agency's event record: events are kept ${Math.round(retentionMs / 3600_000)} hours (EVENT_RETENTION).`,
+    );
+  }
+  if (!webhook.event_types.includes(event.type)) {
+    throw invalid(`the webhook no longer receives ${event.type} events; add that type first.`);
+  }
+  return event;
+}
+
 /**
  * Test events and redelivery: they change nothing in the database and run in no transaction (see
  * sendTestEvent); they are audited once RabbitMQ has confirmed them.
@@ -173,25 +202,7 @@ export function webhookDeliveryActions({ db, options }: SettingsContext) {
     async resendEvent(actor: Actor, id: string, eventId: string) {
       const { webhook, who } = await findWebhook(db, actor, id);
       requireOn(webhook);
-      if (isTestEventId(eventId)) {
-        throw invalid('a test event is not kept, so it cannot be sent again; send a new test event.');
-      }
-      const event = /^evt_[0-9A-Za-z_-]{1,100}$/.test(eventId)
-        ? await findRecordedEvent(db, {
-            agencyId: webhook.agency_id,
-            id: eventId,
-            notAfter: new Date(),
-            retentionMs,
-          })
-        : undefined;
-      if (!event) {
-        throw invalid(
-          `event ${eventId.slice(0, 120)} is not in your agency's event record: events are kept ${Math.round(retentionMs / 3600_000)} hours (EVENT_RETENTION).`,
-        );
-      }
-      if (!webhook.event_types.includes(event.type)) {
-        throw invalid(`the webhook no longer receives ${event.type} events; add that type first.`);
-      }
+      const event = await eventToResend(db, webhook, eventId, retentionMs);
       const amqpUrl = requireBroker();
       const message = delivery(webhook, event as EventSource);
       await publish(

@@ -26,4 +26,4 @@
 
 // The schedule itself lives in @trips/broker (retry-schedule.ts), since the settings module reads it
 // too, to tell owners when a failing delivery's next attempt is due.
-export { nextRetry, type Retry } from '@trips/broker';
+export { nextRetry } from '@trips/broker';
