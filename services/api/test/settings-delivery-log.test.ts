@@ -240,13 +240,13 @@ test('the log shows all attempts or the failed ones, 50 a page, and pages back p
   });
   const id = webhook.webhook.id;
   const start = Date.now() - 3600_000;
-  // Two share each second, so the paging's tie-break on the id counts too.
+  // Three share each second, so a page ends inside a second: the tie-break on the id counts.
   await recordAttempts(
     t.db,
     seeded(
       id,
       120,
-      (i) => new Date(start + Math.floor(i / 2) * 1000),
+      (i) => new Date(start + Math.floor(i / 3) * 1000),
       (i) => i % 3 !== 0,
     ),
   );
