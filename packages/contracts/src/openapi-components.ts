@@ -21,14 +21,15 @@ export const queryParameters: Record<string, Parameter> = {
   Cursor: {
     name: 'cursor',
     in: 'query',
-    description: 'The `next_cursor` of the previous page.',
-    schema: { type: 'string', minLength: 1 },
+    description: 'The `next_cursor` of the previous page. Empty is the same as absent: the first page.',
+    schema: { type: 'string' },
   },
   After: {
     name: 'after',
     in: 'query',
-    description: 'The `next_cursor` of the previous call; only events after it are returned.',
-    schema: { type: 'string', minLength: 1 },
+    description:
+      'The `next_cursor` of the previous call; only events after it are returned. Empty is the same as absent: reading starts at the oldest kept event.',
+    schema: { type: 'string' },
   },
   EventLimit: {
     name: 'limit',
@@ -79,6 +80,12 @@ export const headers: Record<string, Header> = {
     description: 'Seconds until the bucket is full again.',
     required: true,
     schema: { type: 'integer', minimum: 0 },
+  },
+  'WWW-Authenticate': {
+    description:
+      'The scheme to authenticate with (RFC 6750): `Bearer realm="api"`, with `error="invalid_token"` when the key sent is malformed, unknown or revoked.',
+    required: true,
+    schema: { type: 'string', pattern: '^Bearer ' },
   },
   'Retry-After': {
     description: 'Whole seconds to wait before retrying.',

@@ -63,6 +63,7 @@ function headersFor(status: number): Record<string, Ref> {
     headers['RateLimit-Reset'] = ref('headers', 'RateLimit-Reset');
   }
   if (status === 429) headers['Retry-After'] = ref('headers', 'Retry-After');
+  if (status === 401) headers['WWW-Authenticate'] = ref('headers', 'WWW-Authenticate');
   return headers;
 }
 

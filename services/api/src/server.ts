@@ -11,7 +11,7 @@ import { AuthChangeListener, CredentialsCache } from './auth/credentials-cache.t
 import { KeyUsageRecorder } from './auth/key-usage.ts';
 import type { ApiConfig } from './config.ts';
 import { requestMetrics } from './http/request-metrics.ts';
-import { answerUnreadableRequests } from './http/unreadable-requests.ts';
+import { answerRequestsExpressNeverSees } from './http/requests-express-never-sees.ts';
 import { EventCursors } from './routes/event-cursors.ts';
 import { addSyncHorizonMetric } from './sync-horizon-metric.ts';
 import { LeasedTokenBuckets } from './rate-limit/leases.ts';
@@ -91,7 +91,7 @@ export async function startApiService(config: ApiConfig, logger: Logger): Promis
   });
   // Longer than a load balancer's idle timeout, so it never reuses a socket we just closed.
   server.keepAliveTimeout = 65_000;
-  answerUnreadableRequests(server, logger);
+  answerRequestsExpressNeverSees(server, logger);
   const { port } = server.address() as AddressInfo;
   // Only /metrics there: the probes stay on the API's own port, where they test what clients use.
   const metricsServer = await startHealthServer(config.metricsPort, { metrics: registry });

@@ -122,6 +122,15 @@ describe('reading', () => {
     });
   });
 
+  test('an empty after= reads from the oldest event, exactly as without after', async () => {
+    const absent = await get('/api/v1/events?limit=1000');
+    const empty = await get('/api/v1/events?after=&limit=1000');
+    expect(empty.status).toBe(200);
+    expect(absent.body.data.length).toBeGreaterThanOrEqual(4);
+    expect(empty.body.data).toEqual(absent.body.data);
+    expect(empty.body.has_more).toBe(absent.body.has_more);
+  });
+
   test('limit pages with has_more; every page has a next_cursor', async () => {
     const first = await get(`/api/v1/events?after=${start}&limit=3`);
     expect(first.body.data).toHaveLength(3);

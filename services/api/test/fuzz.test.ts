@@ -25,9 +25,22 @@ const printable = fc.string({
   maxLength: 40,
 });
 const percentJunk = fc.constantFrom('%', '%0', '%zz', '%00', '%E0%A4%A', '%C0%AF', '%2e%2e%2f', '%ff', '%25');
+/** NUL and the other control characters, escaped: Node's client refuses them raw in a path. */
+const controlCharacter = fc
+  .integer({ min: 0, max: 0x20 })
+  .map((code) => (code === 0x20 ? '%7F' : `%${code.toString(16).toUpperCase().padStart(2, '0')}`));
+/** An id with control characters somewhere in it, as a by-id route receives it. */
+const controlId = fc
+  .tuple(
+    fc.constantFrom('', 'trp_', 'pay_', 'con_x'),
+    fc.array(controlCharacter, { minLength: 1, maxLength: 3 }),
+    fc.constantFrom('', 'x', '%41'),
+  )
+  .map(([prefix, controls, suffix]) => prefix + controls.join('') + suffix);
 const segment = fc.oneof(
   printable,
   percentJunk,
+  controlId,
   fc.constantFrom('trips', 'payments', 'contacts', 'events', 'trp_x', '..', '.'),
 );
 
@@ -47,6 +60,11 @@ const path = fc
     fc.array(segment, { maxLength: 4 }),
   )
   .map(([prefix, parts]) => encodeUnsafe(prefix + parts.join('/')));
+
+/** Straight at the by-id routes, where an id reaches the database. */
+const byIdPath = fc
+  .tuple(fc.constantFrom('/api/v1/trips/', '/api/v1/payments/', '/api/v1/contacts/'), controlId)
+  .map(([prefix, id]) => prefix + id);
 
 const query = fc
   .array(
@@ -137,7 +155,14 @@ function send(
 
 test('10,000 generated malformed requests: no 500, every error in the D1 shape, the process stays up', async () => {
   const requests = fc.sample(
-    fc.record({ method, path: fc.tuple(path, query).map(([p, q]) => p + q), authorization }),
+    fc.record({
+      method,
+      path: fc.oneof(
+        fc.tuple(path, query).map(([p, q]) => p + q),
+        byIdPath,
+      ),
+      authorization,
+    }),
     { numRuns: 10_000, seed: 20261121 },
   );
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
@@ -172,6 +197,11 @@ test('10,000 generated malformed requests: no 500, every error in the D1 shape, 
   expect(failures.slice(0, 10)).toEqual([]);
   // The generator really did reach the interesting answers, not just 401s.
   for (const status of [200, 400, 401, 404, 405]) expect(statuses.get(status) ?? 0).toBeGreaterThan(0);
+  // And ids with a NUL reached a by-id route's lookup with a valid key many times.
+  const nulLookups = requests.filter(
+    (r) => r.method === 'GET' && r.authorization === 'VALID' && /^\/api\/v1\/\w+\/[^/?]*%00/.test(r.path),
+  );
+  expect(nulLookups.length).toBeGreaterThan(20);
   const health = await client(api.url)('/healthz');
   expect(health.status).toBe(200);
   expect((await client(api.url, own.key)(`/api/v1/trips/${tripId}`)).status).toBe(200);

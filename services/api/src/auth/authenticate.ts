@@ -26,6 +26,15 @@ export function callerOf(req: Request): Caller {
 
 const BEARER = /^Bearer +(\S+)$/i;
 
+/**
+ * RFC 6750's challenge on every 401, so that a client library knows which scheme to answer with.
+ * A request that offered no bearer token gets the bare challenge; one whose token is malformed,
+ * unknown or revoked learns it is `invalid_token` (section 3.1).
+ */
+function challenge(res: Response, offeredToken: boolean): void {
+  res.setHeader('WWW-Authenticate', `Bearer realm="api"${offeredToken ? ', error="invalid_token"' : ''}`);
+}
+
 function subscriptionActive(c: KeyCredentials): boolean {
   if (c.subscriptionStatus === 'active') return true;
   return (
@@ -55,8 +64,14 @@ export function authenticate(cache: CredentialsCache, onUse: (keyId: string) => 
     }
     return caller;
   };
-  const admit = (req: Request, credentials: KeyCredentials | undefined, next: NextFunction) => {
+  const admit = (
+    req: Request,
+    res: Response,
+    credentials: KeyCredentials | undefined,
+    next: NextFunction,
+  ) => {
     if (!credentials || credentials.revoked) {
+      challenge(res, true);
       return next(new ApiError('unauthorized', 'This API key does not exist or was revoked.'));
     }
     if (!credentials.apiEnabled) {
@@ -71,13 +86,14 @@ export function authenticate(cache: CredentialsCache, onUse: (keyId: string) => 
     onUse(credentials.keyId);
     next();
   };
-  return (req: Request, _res: Response, next: NextFunction) => {
+  return (req: Request, res: Response, next: NextFunction) => {
     const key = BEARER.exec(req.headers.authorization ?? '')?.[1];
     if (!key || !API_KEY_PATTERN.test(key)) {
+      challenge(res, key !== undefined);
       return next(new ApiError('unauthorized', 'Provide a valid API key: Authorization: Bearer tps_…'));
     }
     const credentials = cache.get(keyHashOf(key));
-    if (credentials instanceof Promise) credentials.then((found) => admit(req, found, next), next);
-    else admit(req, credentials, next);
+    if (credentials instanceof Promise) credentials.then((found) => admit(req, res, found, next), next);
+    else admit(req, res, credentials, next);
   };
 }

@@ -90,8 +90,9 @@ export function encodeListCursor(position: SyncPosition): string {
   return Buffer.from(JSON.stringify({ u: position.updatedAt, i: position.id })).toString('base64url');
 }
 
+/** An empty `cursor=` is no cursor: the first page (docs/api.md). */
 export function readListCursor(value: string | undefined): SyncPosition | undefined {
-  if (value === undefined) return undefined;
+  if (value === undefined || value === '') return undefined;
   const bad = () =>
     invalidParam('cursor', "'cursor' is not a cursor this API gave out. Pass next_cursor unchanged.");
   if (!/^[A-Za-z0-9_-]{1,400}$/.test(value)) throw bad();

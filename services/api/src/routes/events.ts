@@ -55,9 +55,11 @@ export function addEventsRoute(router: IRouter, deps: EventsRouterDeps): string[
     const limit = readLimit(query.limit, { max: 1000, fallback: 100 });
     const requested = readTypes(query.types);
     const caller = callerOf(req);
-    const after = query.after === undefined ? undefined : cursors.open(caller.agencyId, query.after);
-    if (query.after !== undefined && !after) {
-      if (EventCursors.isUnsealed(query.after)) {
+    // An empty `after=` is no cursor: reading starts at the oldest event, as without it (docs/events.md).
+    const sealed = query.after || undefined;
+    const after = sealed === undefined ? undefined : cursors.open(caller.agencyId, sealed);
+    if (sealed !== undefined && !after) {
+      if (EventCursors.isUnsealed(sealed)) {
         throw new ApiError(
           'cursor_expired',
           'This cursor is of an older format that is no longer read. Resync with updated_since, then read events without after.',
