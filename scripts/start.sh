@@ -7,9 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/prepare.sh
 
-export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/trips}"
-export AMQP_URL="${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672}"
-export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
+. scripts/local-env.sh
 # Those when they answer, else docker compose's (sets $infrastructure for the banner).
 . scripts/infrastructure.sh
 export PORT="${PORT:-3000}"
@@ -31,7 +29,7 @@ webhook=$(WEBHOOK_ALLOW_PRIVATE_NETWORKS=true pnpm --silent tripctl webhook crea
 # The demo owner signs in to the settings page with a password everyone knows: demo data only.
 owner_email=$(field "$seed" owner_email)
 owner_password="${DEMO_OWNER_PASSWORD:-demo-owner-password}"
-printf '%s\n' "$owner_password" | pnpm --silent tripctl user set-password --user "$owner_email" >/dev/null
+printf '%s\n' "$owner_password" | pnpm --silent tripctl user set-password "$owner_email" >/dev/null
 
 # Each background process in a process group of its own (job control), so that Ctrl-C reaches this
 # script alone and stop() below asks each process once. In the terminal's group, the services also

@@ -1,8 +1,9 @@
 import { Option, type Command } from 'commander';
 import type { Agency, SubscriptionStatus } from '@trips/db';
-import { createAgency, findAgency, updateAgency } from '@trips/db/agencies';
+import { createAgency, findAgency, listAgencies, updateAgency } from '@trips/db/agencies';
 import { idOf, parseBoolean, parseName, SUBSCRIPTIONS } from './args.ts';
 import { JSON_OPTION, type Context } from './context.ts';
+import { objectIdArgument, objectIdOption } from './object-id.ts';
 import { usageError, failure } from './errors.ts';
 import { printResult, yesNo } from './output.ts';
 
@@ -29,6 +30,17 @@ export async function requireAgency(ctx: Context, id: string): Promise<Agency> {
   return agency;
 }
 
+const agencyId = idOf('agy', 'an agency');
+
+/**
+ * The same in `agency create` and `agency update`: `--api-enabled` alone turns API access on,
+ * `--api-enabled true|false` says which.
+ */
+const apiEnabledOption = () =>
+  new Option('--api-enabled [true|false]', 'turn API access on (alone or true) or off (false)').argParser(
+    parseBoolean,
+  );
+
 const subscriptionOption = () =>
   new Option(
     '--subscription <status>',
@@ -42,7 +54,7 @@ export function registerAgency(program: Command, ctx: Context): void {
     .command('create')
     .description('create an agency (API access off and a running trial unless told)')
     .requiredOption('--name <name>', 'the agency name', parseName)
-    .option('--api-enabled', 'turn API access on')
+    .addOption(apiEnabledOption())
     .addOption(subscriptionOption().default('trialing'))
     .option(...JSON_OPTION)
     .action(
@@ -62,18 +74,45 @@ export function registerAgency(program: Command, ctx: Context): void {
     );
 
   agency
+    .command('list')
+    .description('every agency, newest first: id, name, API access, subscription')
+    .option(...JSON_OPTION)
+    .action(async (opts: { json?: boolean }) => {
+      const agencies = await listAgencies(ctx.db());
+      printResult(
+        ctx.io,
+        opts.json,
+        { agencies: agencies.map(agencyJson) },
+        agencies.length === 0
+          ? ['No agencies yet; create one with tripctl agency create --name <name>.']
+          : agencies.map(
+              (a) =>
+                `${a.id}  API ${a.api_enabled ? 'on ' : 'off'}  ${a.subscription_status.padEnd(8)}  "${a.name}"`,
+            ),
+      );
+    });
+
+  agency
     .command('update')
     .description('change API access, subscription state or name of an agency')
-    .argument('<id>', 'the agency id (agy_…)', idOf('agy', 'an agency'))
-    .option('--api-enabled <true|false>', 'turn API access on or off', parseBoolean)
+    .addArgument(objectIdArgument('the agency id (agy_…)', agencyId))
+    .addOption(objectIdOption(agencyId))
+    .addOption(apiEnabledOption())
     .addOption(subscriptionOption())
     .option('--name <name>', 'rename the agency', parseName)
     .option(...JSON_OPTION)
     .action(
       async (
-        id: string,
-        opts: { apiEnabled?: boolean; subscription?: SubscriptionStatus; name?: string; json?: boolean },
+        _id: unknown,
+        opts: {
+          id: string;
+          apiEnabled?: boolean;
+          subscription?: SubscriptionStatus;
+          name?: string;
+          json?: boolean;
+        },
       ) => {
+        const id = opts.id;
         if (opts.apiEnabled === undefined && opts.subscription === undefined && opts.name === undefined) {
           throw usageError('nothing to change: give --api-enabled, --subscription or --name.');
         }

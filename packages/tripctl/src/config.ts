@@ -7,12 +7,22 @@ export interface TripctlConfig {
   databaseUrl: string;
 }
 
+/** Said when DATABASE_URL is not set; `pnpm tripctl` in this repository sets it (scripts/local-env.sh). */
+export const MISSING_DATABASE_URL =
+  'DATABASE_URL is not set: tripctl needs the Postgres to work on, e.g. ' +
+  "DATABASE_URL='postgres://user:password@host:5432/trips'. In this repository, `pnpm tripctl` " +
+  'uses the database scripts/start.sh uses (scripts/local-env.sh).';
+
 /**
  * Read only when a command needs the database, so `tripctl --help` works whatever the environment.
  * A bad value throws a ConfigError naming the variable (exit 2) before any connection is opened.
+ * Unlike the services, tripctl takes no default database: an admin command run where DATABASE_URL
+ * was forgotten would otherwise report the default's refusal ("role … does not exist") as if the
+ * operator's credentials were wrong, or migrate a database nobody meant.
  */
 export function readConfig(env: Env): Readonly<TripctlConfig> {
   const reader = new EnvReader(env);
+  reader.check(reader.optionalString('DATABASE_URL') !== undefined, MISSING_DATABASE_URL);
   const { databaseUrl } = readCommonConfig(reader);
   reader.done();
   return Object.freeze({ databaseUrl });

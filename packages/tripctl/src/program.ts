@@ -9,6 +9,8 @@ import { registerDemo } from './demo.ts';
 import { toCliError } from './errors.ts';
 import { registerKey } from './key.ts';
 import { registerMigrate } from './migrate.ts';
+import { settleObjectId } from './object-id.ts';
+import { TRIPCTL_VERSION } from './version.ts';
 import type { Io } from './output.ts';
 import { registerUser } from './user.ts';
 import { registerWebhook } from './webhook.ts';
@@ -29,7 +31,9 @@ function buildProgram(ctx: Context): Command {
       writeErr: (text) => ctx.io.stderr.write(text),
     })
     .exitOverride()
-    .showHelpAfterError('(add --help for usage)');
+    .showHelpAfterError('(add --help for usage)')
+    .version(`tripctl ${TRIPCTL_VERSION}`, '-V, --version', 'print the version of tripctl')
+    .hook('preAction', (_program, command) => settleObjectId(command));
   registerMigrate(program, ctx);
   registerAgency(program, ctx);
   registerUser(program, ctx);

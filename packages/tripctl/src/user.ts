@@ -8,6 +8,7 @@ import { JSON_OPTION, type Context } from './context.ts';
 import { failure, usageError } from './errors.ts';
 import { readPassword } from './password-input.ts';
 import { printResult } from './output.ts';
+import { objectIdArgument, objectIdOption } from './object-id.ts';
 
 export function registerUser(program: Command, ctx: Context): void {
   const user = program.command('user').description('add people to agencies');
@@ -42,11 +43,12 @@ export function registerUser(program: Command, ctx: Context): void {
     .description(
       "set a user's password for the settings page, read from stdin or a prompt (never an argument)",
     )
-    .requiredOption('--user <email or id>', 'the user, by e-mail or id (usr_…)', parseUserRef)
+    .addArgument(objectIdArgument('the user, by id (usr_…) or e-mail address', parseUserRef))
+    .addOption(objectIdOption(parseUserRef))
     .option(...JSON_OPTION)
-    .action(async (opts: { user: string; json?: boolean }) => {
+    .action(async (_id: unknown, opts: { id: string; json?: boolean }) => {
       const settings = ctx.settings();
-      const found = await settings.findUser(opts.user);
+      const found = await settings.findUser(opts.id);
       const password = await readPassword(ctx.io, `New password for ${found.email}: `);
       if (password === '') throw usageError('no password given on stdin.');
       const updated = await settings.setPassword(PLATFORM, found.id, password);

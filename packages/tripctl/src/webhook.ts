@@ -15,6 +15,7 @@ import {
 import { requireAgency } from './agency.ts';
 import { progressReporter } from './progress.ts';
 import { fromCheck, idOf } from './args.ts';
+import { objectIdArgument, objectIdOption } from './object-id.ts';
 import { JSON_OPTION, type Context } from './context.ts';
 import { usageError } from './errors.ts';
 import { printResult } from './output.ts';
@@ -203,14 +204,15 @@ function addDisableCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('disable')
     .description('switch a webhook off: nothing more is delivered and pending retries are dropped')
-    .usage('--id <id> [--json]')
-    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .usage('<id> [--json]')
+    .addArgument(objectIdArgument('the webhook id (whk_…)', webhookId()))
+    .addOption(objectIdOption(webhookId()))
     .option(...JSON_OPTION)
-    .action(async (opts: { id: string; json?: boolean }) => {
+    .action(async (_id: unknown, opts: { id: string; json?: boolean }) => {
       const updated = await ctx.settings().setWebhookEnabled(PLATFORM, opts.id, false);
       printResult(ctx.io, opts.json, updated, [
         `Webhook ${updated.id} is ${updated.state.replace('_', ' ')}: nothing more is delivered to ${updated.url}.`,
-        `Switch it back on with 'tripctl webhook enable --id ${updated.id}'.`,
+        `Switch it back on with 'tripctl webhook enable ${updated.id}'.`,
       ]);
     });
 }
@@ -220,10 +222,11 @@ function addEnableCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('enable')
     .description('switch a webhook back on with a fresh failure streak (also after a switch-off)')
-    .usage('--id <id> [--json]')
-    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .usage('<id> [--json]')
+    .addArgument(objectIdArgument('the webhook id (whk_…)', webhookId()))
+    .addOption(objectIdOption(webhookId()))
     .option(...JSON_OPTION)
-    .action(async (opts: { id: string; json?: boolean }) => {
+    .action(async (_id: unknown, opts: { id: string; json?: boolean }) => {
       const updated = await ctx.settings().setWebhookEnabled(PLATFORM, opts.id, true);
       printResult(ctx.io, opts.json, updated, [
         `Webhook ${updated.id} is ${updated.state}: new events are delivered to ${updated.url}.`,
@@ -237,8 +240,9 @@ function addAttemptsCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('attempts')
     .description("a webhook's delivery attempts, newest first, each with why it failed")
-    .usage('--id <id> [--limit <n>] [--failed] [--before <attempt>] [--json]')
-    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .usage('<id> [--limit <n>] [--failed] [--before <attempt>] [--json]')
+    .addArgument(objectIdArgument('the webhook id (whk_…)', webhookId()))
+    .addOption(objectIdOption(webhookId()))
     .option('--limit <n>', `how many, from 1 to ${MAX_ATTEMPTS_LIMIT}`, parseLimit, 50)
     .option('--failed', 'failed attempts only')
     .option(
@@ -248,7 +252,10 @@ function addAttemptsCommand(webhook: Command, ctx: Context): void {
     )
     .option(...JSON_OPTION)
     .action(
-      async (opts: { id: string; limit: number; failed?: boolean; before?: number; json?: boolean }) => {
+      async (
+        _id: unknown,
+        opts: { id: string; limit: number; failed?: boolean; before?: number; json?: boolean },
+      ) => {
         const page = await ctx.settings().listAttempts(PLATFORM, opts.id, {
           limit: opts.limit,
           failedOnly: opts.failed === true,
@@ -288,14 +295,18 @@ function addUpdateCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('update')
     .description("change a webhook's URL, event types or description")
-    .usage('--id <id> [--url <url>] [--events <list>] [--description <text>] [--json]')
-    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .usage('<id> [--url <url>] [--events <list>] [--description <text>] [--json]')
+    .addArgument(objectIdArgument('the webhook id (whk_…)', webhookId()))
+    .addOption(objectIdOption(webhookId()))
     .option('--url <url>', 'the new https URL', parseWebhookUrl)
     .option('--events <list>', 'the new comma-separated event types, or all', parseEventTypes)
     .option('--description <text>', 'a new note for the owners', parseDescription)
     .option(...JSON_OPTION)
     .action(
-      async (opts: { id: string; url?: string; events?: string[]; description?: string; json?: boolean }) => {
+      async (
+        _id: unknown,
+        opts: { id: string; url?: string; events?: string[]; description?: string; json?: boolean },
+      ) => {
         if (opts.url === undefined && opts.events === undefined && opts.description === undefined) {
           throw usageError('nothing to change: give --url, --events or --description.');
         }
@@ -318,8 +329,9 @@ function addRotateSecretCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('rotate-secret')
     .description('a new signing secret, printed once; the old one keeps signing for the overlap')
-    .usage('--id <id> [--overlap <duration>] [--json]')
-    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .usage('<id> [--overlap <duration>] [--json]')
+    .addArgument(objectIdArgument('the webhook id (whk_…)', webhookId()))
+    .addOption(objectIdOption(webhookId()))
     .option(
       '--overlap <duration>',
       'how long the old secret keeps signing, e.g. 24h, 30m, 0s (at most 7d)',
@@ -327,7 +339,7 @@ function addRotateSecretCommand(webhook: Command, ctx: Context): void {
       24 * 3600_000,
     )
     .option(...JSON_OPTION)
-    .action(async (opts: { id: string; overlap: number; json?: boolean }) => {
+    .action(async (_id: unknown, opts: { id: string; overlap: number; json?: boolean }) => {
       const rotated = await ctx.settings().rotateSecret(PLATFORM, opts.id, { overlapMs: opts.overlap });
       printResult(ctx.io, opts.json, rotated, [
         `Rotated the secret of webhook ${rotated.webhook_id}; the previous secret signs until ${formatTime(rotated.previous_secrets_expire_at)}.`,
@@ -342,13 +354,14 @@ function addTestCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('test')
     .description('queue a test delivery (an evt_test_… event about a placeholder object) to one webhook')
-    .usage('--id <id> [--json]')
-    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .usage('<id> [--json]')
+    .addArgument(objectIdArgument('the webhook id (whk_…)', webhookId()))
+    .addOption(objectIdOption(webhookId()))
     .option(...JSON_OPTION)
-    .action(async (opts: { id: string; json?: boolean }) => {
+    .action(async (_id: unknown, opts: { id: string; json?: boolean }) => {
       const sent = await ctx.settings().sendTestEvent(PLATFORM, opts.id);
       printResult(ctx.io, opts.json, sent, [
-        `Queued test event ${sent.event.id} (${sent.event.type}) for webhook ${sent.webhook_id}; see 'tripctl webhook attempts --id ${sent.webhook_id}'.`,
+        `Queued test event ${sent.event.id} (${sent.event.type}) for webhook ${sent.webhook_id}; see 'tripctl webhook attempts ${sent.webhook_id}'.`,
       ]);
     });
 }
@@ -360,11 +373,12 @@ function addRedeliverCommand(webhook: Command, ctx: Context): void {
     .description(
       "queue again the agency's events of the webhook's types since a time (within EVENT_RETENTION)",
     )
-    .usage('--id <id> --since <time> [--json]')
-    .requiredOption('--id <id>', 'the webhook id (whk_…)', webhookId())
+    .usage('<id> --since <time> [--json]')
+    .addArgument(objectIdArgument('the webhook id (whk_…)', webhookId()))
+    .addOption(objectIdOption(webhookId()))
     .requiredOption('--since <time>', 'an ISO 8601 time, or a duration ago such as 6h or 2d', parseSince)
     .option(...JSON_OPTION)
-    .action(async (opts: { id: string; since: Date; json?: boolean }) => {
+    .action(async (_id: unknown, opts: { id: string; since: Date; json?: boolean }) => {
       const progress = progressReporter(ctx.io.stderr, 'redelivered');
       const result = await ctx
         .settings()

@@ -25,11 +25,7 @@ describe('a bad or missing argument exits 2 with a message naming it, before tou
       /--scopes.*at least one scope of/,
     ],
     ['a missing --scopes', ['key', 'create', '--agency', agency], /required option '--scopes <list>'/],
-    [
-      'an empty --user',
-      ['user', 'set-password', '--user', ' '],
-      /' ' is neither an e-mail address nor a user id/,
-    ],
+    ['an empty user', ['user', 'set-password', ' '], /' ' is neither an e-mail address nor a user id/],
     [
       'a day that does not exist in --since',
       ['webhook', 'redeliver', '--id', 'whk_0000000000000000', '--since', '2026-02-31T10:00:00Z'],
@@ -87,7 +83,7 @@ describe('a bad or missing argument exits 2 with a message naming it, before tou
       ['agency', 'update', 'trp_0000000000000000', '--name', 'X'],
       /'trp_0000000000000000' is not an agency id/,
     ],
-    ['a missing key id', ['key', 'revoke'], /missing required argument 'id'/],
+    ['a missing key id', ['key', 'revoke'], /Give its id: tripctl key revoke <id> \(or --id <id>\)/],
     [
       'an --agency of the wrong type',
       ['key', 'create', '--agency', 'key_abc', '--scopes', 'trips:read'],

@@ -194,7 +194,7 @@ test('user set-password reads stdin, stores scrypt, never prints or audits the p
   );
   let stdout = '';
   let stderr = '';
-  const code = await run(['user', 'set-password', '--user', 'Owner@PW.example', '--json'], {
+  const code = await run(['user', 'set-password', 'Owner@PW.example', '--json'], {
     stdout: { write: (s: string) => (stdout += s) },
     stderr: { write: (s: string) => (stderr += s) },
     stdin: Readable.from(['correct horse battery\n']),

@@ -349,7 +349,7 @@ describe('webhook disable and enable', () => {
     const stillOff = await cli(['webhook', 'disable', '--id', id], env);
     expect(stillOff.code).toBe(0);
     expect(stillOff.stdout).toMatch(/is switched off/);
-    expect(stillOff.stdout).toMatch(new RegExp(`tripctl webhook enable --id ${id}`));
+    expect(stillOff.stdout).toMatch(new RegExp(`tripctl webhook enable ${id}`));
 
     const on = await cliJson<WebhookJson>(['webhook', 'enable', '--id', id], env);
     expect(on).toMatchObject({ id, state: 'active', failing_since: null, disabled_at: null });
@@ -536,7 +536,7 @@ describe('bad arguments exit 2 before the database is touched', () => {
       ['webhook', 'enable', '--id', 'agy_1'],
       /'agy_1' is not a webhook id \(whk_…\)/,
     ],
-    ['a missing --id', ['webhook', 'disable'], /required option '--id <id>'/],
+    ['a missing id', ['webhook', 'disable'], /Give its id: tripctl webhook disable <id> \(or --id <id>\)/],
     [
       'a bad --limit',
       ['webhook', 'attempts', '--id', 'whk_1', '--limit', '0'],

@@ -48,3 +48,8 @@ export async function updateAgency(
 export async function findAgency(db: Kysely<Database>, id: string) {
   return db.selectFrom('agencies').selectAll().where('id', '=', id).executeTakeFirst();
 }
+
+/** Every agency, newest first: the platform team's overview (tripctl agency list). */
+export async function listAgencies(db: Kysely<Database>) {
+  return db.selectFrom('agencies').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+}
