@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '@trips/db';
-import { createAgency } from '@trips/db/agencies';
-import { createApiKey } from '@trips/db/api-keys';
+import { agencyObjectIds, createAgency, findNewestAgencyOwnedAt, updateAgency } from '@trips/db/agencies';
+import { createApiKey, listApiKeys, revokeApiKey } from '@trips/db/api-keys';
 import { addContactToTrip, insertContact } from '@trips/db/contacts';
 import { insertPayment } from '@trips/db/payments';
 import { insertTrip } from '@trips/db/trips';
@@ -28,11 +28,18 @@ export interface DemoSeed {
   key: { id: string; key: string; prefix: string; scopes: string[] };
   /** API-visible trips, in the order seeded; a good one to fetch first is `featuredTripId`. */
   tripIds: string[];
-  featuredTripId: string;
-  templateId: string;
+  /** Undefined only when a reused agency has no trip left. */
+  featuredTripId: string | undefined;
+  templateId: string | undefined;
   paymentIds: string[];
   contactIds: string[];
 }
+
+/** Demo owners' e-mail addresses are at this reserved example domain, which also marks the demo agency. */
+const DEMO_OWNER_DOMAIN = 'fairway-demo.example';
+const DEMO_KEY_NAME = 'Demo key';
+// Confirmed, published, with an itinerary: shows the most fields filled in.
+const FEATURED_TRIP = 'costadelsol';
 
 /**
  * Creates one independent demo agency (API enabled, subscription active) with an owner, golf
@@ -48,7 +55,7 @@ export async function seedDemoAgency(db: Kysely<Database>, input: DemoSeedInput)
       apiEnabled: true,
       subscriptionStatus: 'active',
     });
-    const ownerEmail = `owner.${agency.id.slice(4).toLowerCase()}@fairway-demo.example`;
+    const ownerEmail = `owner.${agency.id.slice(4).toLowerCase()}@${DEMO_OWNER_DOMAIN}`;
     const owner = await createUser(trx, { agencyId: agency.id, email: ownerEmail, role: 'owner' });
 
     const tripIdsByKey = new Map<string, string>();
@@ -73,7 +80,7 @@ export async function seedDemoAgency(db: Kysely<Database>, input: DemoSeedInput)
       for (const trip of trips) await addContactToTrip(trx, agency.id, tripIdsByKey.get(trip)!, id);
     }
 
-    const key = await createApiKey(trx, { agencyId: agency.id, scopes: input.scopes, name: 'Demo key' });
+    const key = await createApiKey(trx, { agencyId: agency.id, scopes: input.scopes, name: DEMO_KEY_NAME });
     return {
       agencyId: agency.id,
       agencyName: agency.name,
@@ -81,11 +88,45 @@ export async function seedDemoAgency(db: Kysely<Database>, input: DemoSeedInput)
       ownerEmail,
       key: { id: key.id, key: key.key, prefix: key.prefix, scopes: key.scopes },
       tripIds,
-      // Confirmed, published, with an itinerary: shows the most fields filled in.
-      featuredTripId: tripIdsByKey.get('costadelsol')!,
+      featuredTripId: tripIdsByKey.get(FEATURED_TRIP)!,
       templateId,
       paymentIds,
       contactIds,
+    };
+  });
+}
+
+/**
+ * The newest demo agency an earlier seed made, made ready again: API access on, subscription
+ * active, and a new key with `scopes`, the earlier demo keys revoked (a key is shown only once, so
+ * a run that must print one makes one, and leaves one working). Undefined when there is none yet.
+ * What the simulator has changed since stays as it is.
+ */
+export async function reuseDemoAgency(
+  db: Kysely<Database>,
+  input: DemoSeedInput,
+): Promise<DemoSeed | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const found = await findNewestAgencyOwnedAt(trx, DEMO_OWNER_DOMAIN);
+    if (!found) return undefined;
+    await updateAgency(trx, found.id, { apiEnabled: true, subscriptionStatus: 'active' });
+    for (const old of await listApiKeys(trx, found.id)) {
+      if (old.name === DEMO_KEY_NAME && !old.revoked_at) await revokeApiKey(trx, old.id);
+    }
+    const key = await createApiKey(trx, { agencyId: found.id, scopes: input.scopes, name: DEMO_KEY_NAME });
+    const contents = await agencyObjectIds(trx, found.id);
+    const featuredTitle = demoTrips(new Date(), '').find((t) => t.key === FEATURED_TRIP)?.title;
+    return {
+      agencyId: found.id,
+      agencyName: found.name,
+      ownerId: found.owner_id,
+      ownerEmail: found.owner_email,
+      key: { id: key.id, key: key.key, prefix: key.prefix, scopes: key.scopes },
+      tripIds: contents.trips.map((t) => t.id),
+      featuredTripId: (contents.trips.find((t) => t.title === featuredTitle) ?? contents.trips[0])?.id,
+      templateId: contents.templateIds[0],
+      paymentIds: contents.paymentIds,
+      contactIds: contents.contactIds,
     };
   });
 }

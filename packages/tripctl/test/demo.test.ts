@@ -174,3 +174,57 @@ test('the human output prints the key once and the curl line', async () => {
     new RegExp(`^  curl -H "Authorization: Bearer ${key}" http://localhost:3000/api/v1/trips/trp_\\w+$`, 'm'),
   );
 });
+
+describe('--reuse (what scripts/start.sh runs, so that running it twice leaves one demo agency)', () => {
+  let fresh: TestDatabase;
+  let freshEnv: Record<string, string>;
+  beforeAll(async () => {
+    fresh = await createTestDatabase();
+    freshEnv = { DATABASE_URL: fresh.url };
+  });
+  afterAll(() => fresh.drop());
+  const agencies = () => fresh.db.selectFrom('agencies').select('id').execute();
+  const keysOf = (agencyId: string) =>
+    fresh.db.selectFrom('api_keys').select(['id', 'revoked_at']).where('agency_id', '=', agencyId).execute();
+
+  test('the first run seeds; the next reuses that agency with a new key and the earlier one revoked', async () => {
+    const first = await cliJson<SeedOutput & { reused: boolean }>(['demo', 'seed', '--reuse'], freshEnv);
+    expect(first.reused).toBe(false);
+    // An agency that is not a demo one is left alone.
+    await cli(['agency', 'create', '--name', 'Real Golf Co'], freshEnv);
+    const second = await cliJson<SeedOutput & { reused: boolean; owner_email: string }>(
+      ['demo', 'seed', '--reuse'],
+      freshEnv,
+    );
+    expect(second).toMatchObject({
+      reused: true,
+      agency_id: first.agency_id,
+      owner_user_id: first.owner_user_id,
+      template_id: first.template_id,
+      curl: first.curl.replace(first.key, second.key),
+    });
+    // One transaction seeded them all at one time: the same ids, in an order of their own.
+    for (const ids of ['trip_ids', 'payment_ids', 'contact_ids'] as const)
+      expect([...second[ids]].sort()).toEqual([...first[ids]].sort());
+    expect(second.key).not.toBe(first.key);
+    expect((await agencies()).length).toBe(2);
+    const keys = await keysOf(first.agency_id);
+    expect(keys.find((k) => k.id === first.key_id)?.revoked_at).not.toBeNull();
+    expect(keys.find((k) => k.id === second.key_id)?.revoked_at).toBeNull();
+    const human = await cli(['demo', 'seed', '--reuse'], freshEnv);
+    expect(human.stdout).toMatch(new RegExp(`^Reusing demo agency ${first.agency_id} `));
+    expect((await agencies()).length).toBe(2);
+  });
+
+  test('a reused agency whose API access was turned off is turned on again', async () => {
+    const { agency_id } = await cliJson<SeedOutput>(['demo', 'seed', '--reuse'], freshEnv);
+    await cli(
+      ['agency', 'update', agency_id, '--api-enabled', 'false', '--subscription', 'expired'],
+      freshEnv,
+    );
+    await cliJson(['demo', 'seed', '--reuse'], freshEnv);
+    expect(
+      await fresh.db.selectFrom('agencies').selectAll().where('id', '=', agency_id).executeTakeFirstOrThrow(),
+    ).toMatchObject({ api_enabled: true, subscription_status: 'active' });
+  });
+});

@@ -53,3 +53,54 @@ export async function findAgency(db: Kysely<Database>, id: string) {
 export async function listAgencies(db: Kysely<Database>) {
   return db.selectFrom('agencies').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
 }
+
+/**
+ * The newest agency with an owner whose e-mail address is at `domain`, with that owner: how
+ * `tripctl demo seed --reuse` finds the demo agency an earlier run made.
+ */
+export async function findNewestAgencyOwnedAt(db: Kysely<Database>, domain: string) {
+  return db
+    .selectFrom('agencies')
+    .innerJoin('users', 'users.agency_id', 'agencies.id')
+    .selectAll('agencies')
+    .select(['users.id as owner_id', 'users.email as owner_email'])
+    .where('users.role', '=', 'owner')
+    .where('users.email', 'like', `%@${domain}`)
+    .orderBy('agencies.created_at', 'desc')
+    .orderBy('agencies.id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** The ids of an agency's trips (templates apart), payments and contacts, oldest first. */
+export async function agencyObjectIds(db: Kysely<Database>, agencyId: string) {
+  const [trips, payments, contacts] = await Promise.all([
+    db
+      .selectFrom('trips')
+      .select(['id', 'title', 'is_template'])
+      .where('agency_id', '=', agencyId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute(),
+    db
+      .selectFrom('payments')
+      .select('id')
+      .where('agency_id', '=', agencyId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute(),
+    db
+      .selectFrom('contacts')
+      .select('id')
+      .where('agency_id', '=', agencyId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute(),
+  ]);
+  return {
+    trips: trips.filter((t) => !t.is_template),
+    templateIds: trips.filter((t) => t.is_template).map((t) => t.id),
+    paymentIds: payments.map((p) => p.id),
+    contactIds: contacts.map((c) => c.id),
+  };
+}
