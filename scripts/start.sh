@@ -3,6 +3,9 @@
 # migrates, seeds a demo agency with a webhook, then runs the API, the recorder, the dispatcher, a
 # local HTTPS receiver that prints each verified delivery and a simulator that changes the demo
 # agency's trips, payments and contacts every few seconds, until Ctrl-C stops them all.
+# It fails fast: a port in use stops it before anything starts, and a process that exits before
+# the banner is named with the log line that says why and the variable to change; no banner then,
+# and the exit status is 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/prepare.sh
@@ -15,73 +18,122 @@ receiver_port="${DEMO_RECEIVER_PORT:-4000}"
 # The services' JSON logs show warnings and errors only, so the demo's own lines stay readable
 # between them; LOG_LEVEL=info shows every request and batch too.
 service_log_level="${LOG_LEVEL:-warn}"
+# Each process's output also goes to a file here, to say why it stopped if it does.
+logs=.demo/logs
 
-node scripts/ensure-database.ts
-pnpm --silent tripctl migrate
-seed=$(pnpm --silent tripctl demo seed --base-url "http://localhost:${PORT}" --json)
+# What listens where, and the variable that moves it: "<what>=<VARIABLE>=<port>", separated by ';'.
+declare -A listens=(
+  [api]="the API=PORT=${PORT};its metrics=API_METRICS_PORT=${API_METRICS_PORT:-3003}"
+  [recorder]="the recorder's health probes=RECORDER_HEALTH_PORT=${RECORDER_HEALTH_PORT:-3001}"
+  [dispatcher]="the dispatcher's health probes=DISPATCHER_HEALTH_PORT=${DISPATCHER_HEALTH_PORT:-3002}"
+  [receiver]="the demo webhook receiver=DEMO_RECEIVER_PORT=${receiver_port}"
+)
+
+# One "<what>=<VARIABLE>=<port>" a line, for one process.
+split_listens() { printf '%s\n' "${listens[$1]}" | tr ';' '\n'; }
+
+check_ports() {
+  local specs=() name spec
+  for name in "${!listens[@]}"; do
+    while IFS= read -r spec; do specs+=("$spec"); done < <(split_listens "$name")
+  done
+  node scripts/check-ports.ts "${specs[@]}" || exit 1
+}
+
 field() { node -e 'process.stdout.write(String(JSON.parse(process.argv[1])[process.argv[2]]))' "$1" "$2"; }
-agency=$(field "$seed" agency_id)
-receiver_url="https://localhost:${receiver_port}/webhooks"
-node scripts/retire-demo-webhooks.ts "$receiver_url"
-# The demo receiver is on this machine: allow its loopback address (demo only, D7).
-webhook=$(WEBHOOK_ALLOW_PRIVATE_NETWORKS=true pnpm --silent tripctl webhook create --agency "$agency" --events all --json \
-  --url "$receiver_url" --description "demo receiver")
-# The demo owner signs in to the settings page with a password everyone knows: demo data only.
-owner_email=$(field "$seed" owner_email)
-owner_password="${DEMO_OWNER_PASSWORD:-demo-owner-password}"
-printf '%s\n' "$owner_password" | pnpm --silent tripctl user set-password "$owner_email" >/dev/null
+
+# Migrates, then seeds the demo agency, or reuses the one an earlier run made (a new key each
+# time), with a webhook to the local receiver and the owner's password for the settings page.
+prepare_demo_data() {
+  node scripts/ensure-database.ts
+  pnpm --silent tripctl migrate
+  seed=$(pnpm --silent tripctl demo seed --reuse --base-url "http://localhost:${PORT}" --json)
+  agency=$(field "$seed" agency_id)
+  receiver_url="https://localhost:${receiver_port}/webhooks"
+  node scripts/retire-demo-webhooks.ts "$receiver_url"
+  # The demo receiver is on this machine: allow its loopback address (demo only, D7).
+  webhook=$(WEBHOOK_ALLOW_PRIVATE_NETWORKS=true pnpm --silent tripctl webhook create --agency "$agency" --events all --json \
+    --url "$receiver_url" --description "demo receiver")
+  # The demo owner signs in to the settings page with a password everyone knows: demo data only.
+  owner_email=$(field "$seed" owner_email)
+  owner_password="${DEMO_OWNER_PASSWORD:-demo-owner-password}"
+  printf '%s\n' "$owner_password" | pnpm --silent tripctl user set-password "$owner_email" >/dev/null
+}
 
 # Each background process in a process group of its own (job control), so that Ctrl-C reaches this
 # script alone and stop() below asks each process once. In the terminal's group, the services also
 # got Ctrl-C's SIGINT, and stop()'s SIGTERM was a second signal that cut their graceful stop short.
 set -m
 pids=()
+declare -A pid_of=()
 stop() {
   trap - INT TERM
   echo "stopping…" >&2
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   wait "${pids[@]}" 2>/dev/null || true
-  exit 0
+  exit "${1:-0}"
 }
 trap stop INT TERM
 
-# The demo receiver makes a throwaway CA; the dispatcher trusts it and may reach loopback (demo only).
-mkdir -p .demo && rm -f .demo/ca.pem
-DEMO_WEBHOOK_SECRET=$(field "$webhook" secret) DEMO_RECEIVER_PORT="$receiver_port" DEMO_CA_FILE=.demo/ca.pem \
-  node scripts/demo-receiver.ts &
-pids+=($!)
-for _ in $(seq 1 100); do [ -s .demo/ca.pem ] && break; sleep 0.1; done
+# Runs "$@" in the background as process <name>, its output both on the terminal and in its log
+# file. The tee ignores Ctrl-C, so that what the process says while it stops is still shown.
+run_in_background() {
+  local name=$1
+  shift
+  : >"$logs/$name.log"
+  "$@" > >(trap '' INT && exec tee -a "$logs/$name.log") 2>&1 &
+  pids+=($!)
+  pid_of[$name]=$!
+}
 
-# Each service is its own process, as in production. The recorder turns every change into an event
-# (GET /api/v1/events) and publishes it to RabbitMQ (health on :3001); the dispatcher delivers it
-# to the webhooks (health on :3002). The dispatcher is ready first: it declares the queues, so the
-# demo seed's events need not wait the recorder's second before it publishes again what no queue took.
-# Started with node itself (not through pnpm, which does not pass SIGTERM on), so Ctrl-C reaches each.
-run_service() { (cd "services/$1" && LOG_LEVEL="$service_log_level" exec node src/main.ts) & pids+=($!); }
-WEBHOOK_CA_FILE="$PWD/.demo/ca.pem" WEBHOOK_ALLOW_PRIVATE_NETWORKS=true run_service dispatcher
-for _ in $(seq 1 150); do
-  curl -sf "http://127.0.0.1:${DISPATCHER_HEALTH_PORT:-3002}/readyz" >/dev/null && break
-  sleep 0.2
-done
-run_service recorder
-# The settings page may register webhooks on this machine too, like the demo receiver (demo only).
-WEBHOOK_ALLOW_PRIVATE_NETWORKS=true run_service api
-# The banner's curl lines work as soon as they are shown.
-for _ in $(seq 1 150); do
-  curl -sf "http://127.0.0.1:${PORT}/readyz" >/dev/null && break
-  sleep 0.2
-done
+# Each service is its own process, as in production, started with node itself (not through pnpm,
+# which does not pass SIGTERM on), so Ctrl-C reaches each.
+run_service() {
+  run_in_background "$1" bash -c 'cd "services/$1" && LOG_LEVEL="$2" exec node src/main.ts' _ "$1" "$service_log_level"
+}
 
-key=$(field "$seed" key)
-simulator="${SIMULATOR:-on}"
-if [ "$simulator" = off ]; then
-  watch="Change a trip and watch the event arrive at the receiver, e.g.:"
-else
-  watch="Every ${SIMULATOR_INTERVAL:-3s} the simulator changes a trip, payment or contact of this agency: each
+# Says which process stopped before it was ready, why (its log line) and what to change; stops the
+# others; exits 1 without the banner.
+fail_start() {
+  local name=$1 problem=$2 what variable port
+  {
+    echo
+    echo "start.sh: the ${name} ${problem}, so the demo did not start. Its log says:"
+    echo "  $(node scripts/service-failure.ts "$logs/$name.log")"
+    echo "It listens on:"
+    split_listens "$name" | while IFS='=' read -r what variable port; do
+      echo "  port ${port}, ${what} (${variable})"
+    done
+    echo "If a port is in use, stop what uses it or set its variable to a free port; a bad setting is named in the log line above. The whole log: $logs/$name.log"
+  } >&2
+  stop 1
+}
+
+# Waits until `check` succeeds, or fails the start when process <name> exits first or takes too long.
+wait_until_ready() {
+  local name=$1 check=$2 status
+  for _ in $(seq 1 150); do
+    if eval "$check" >/dev/null 2>&1; then return 0; fi
+    if ! kill -0 "${pid_of[$name]}" 2>/dev/null; then
+      wait "${pid_of[$name]}" && status=0 || status=$?
+      fail_start "$name" "exited before it was ready (exit status $status)"
+    fi
+    sleep 0.2
+  done
+  fail_start "$name" "was not ready after 30 s"
+}
+
+print_banner() {
+  local key watch
+  key=$(field "$seed" key)
+  if [ "$simulator" = off ]; then
+    watch="Change a trip and watch the event arrive at the receiver, e.g.:"
+  else
+    watch="Every ${SIMULATOR_INTERVAL:-3s} the simulator changes a trip, payment or contact of this agency: each
 'simulator ✎' line becomes a 'webhook ✓' line and an entry in GET /events (SIMULATOR=off leaves it out,
 SIMULATOR_INTERVAL sets the pace). Make a change yourself too, e.g.:"
-fi
-cat >&2 <<INFO
+  fi
+  cat >&2 <<INFO
 
 Demo agency $agency, webhook $(field "$webhook" id) → https://localhost:${receiver_port}/webhooks
 Demo API key (shown once): $key
@@ -96,6 +148,33 @@ Infrastructure: $infrastructure.
 The services log at level $service_log_level here (LOG_LEVEL=info bash scripts/start.sh shows every request).
 
 INFO
+}
+
+check_ports
+prepare_demo_data
+mkdir -p "$logs"
+
+# The demo receiver makes a throwaway CA; the dispatcher trusts it and may reach loopback (demo only).
+rm -f .demo/ca.pem
+run_in_background receiver env DEMO_WEBHOOK_SECRET="$(field "$webhook" secret)" DEMO_RECEIVER_PORT="$receiver_port" \
+  DEMO_CA_FILE=.demo/ca.pem node scripts/demo-receiver.ts
+wait_until_ready receiver '[ -s .demo/ca.pem ] && (exec 3<>"/dev/tcp/127.0.0.1/${receiver_port}")'
+
+# The recorder turns every change into an event (GET /api/v1/events) and publishes it to RabbitMQ;
+# the dispatcher delivers it to the webhooks. The dispatcher is ready first: it declares the queues,
+# so the demo seed's events need not wait the recorder's second before it publishes again what no
+# queue took.
+WEBHOOK_CA_FILE="$PWD/.demo/ca.pem" WEBHOOK_ALLOW_PRIVATE_NETWORKS=true run_service dispatcher
+wait_until_ready dispatcher "curl -sf http://127.0.0.1:${DISPATCHER_HEALTH_PORT:-3002}/readyz"
+run_service recorder
+wait_until_ready recorder "curl -sf http://127.0.0.1:${RECORDER_HEALTH_PORT:-3001}/readyz"
+# The settings page may register webhooks on this machine too, like the demo receiver (demo only).
+WEBHOOK_ALLOW_PRIVATE_NETWORKS=true run_service api
+# The banner's curl lines work as soon as they are shown.
+wait_until_ready api "curl -sf http://127.0.0.1:${PORT}/readyz"
+
+simulator="${SIMULATOR:-on}"
+print_banner
 # The simulator starts after the banner so its lines follow it (scripts/simulator.ts).
 if [ "$simulator" != off ]; then
   SIMULATOR_AGENCY="$agency" node scripts/simulator.ts &

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { queueNames, topology } from '@trips/broker';
 import { readConfig } from '@trips/dispatcher';
@@ -32,10 +33,23 @@ afterAll(async () => {
   await t.drop();
 });
 
-test('start.sh: a working demo key, verified webhooks, and Ctrl-C stops every service gracefully', async () => {
+interface Ports {
+  api: number;
+  metrics: number;
+  recorder: number;
+  dispatcher: number;
+  receiver: number;
+}
+
+async function freePorts(): Promise<Ports> {
   const [api, metrics, recorder, dispatcher, receiver] = await Promise.all(
     Array.from({ length: 5 }, () => freePort()),
   );
+  return { api: api!, metrics: metrics!, recorder: recorder!, dispatcher: dispatcher!, receiver: receiver! };
+}
+
+/** `bash scripts/start.sh` on these ports, its stdout and stderr gathered in `output`. */
+function startScript(ports: Ports, env: Record<string, string> = {}) {
   // Its own process group, as a terminal's foreground job: Ctrl-C signals the whole group.
   const script = spawn('bash', ['scripts/start.sh'], {
     cwd: repoRoot,
@@ -45,21 +59,78 @@ test('start.sh: a working demo key, verified webhooks, and Ctrl-C stops every se
       ...process.env,
       DATABASE_URL: t.url,
       AMQP_PREFIX: prefix,
-      PORT: String(api),
-      API_METRICS_PORT: String(metrics),
-      RECORDER_HEALTH_PORT: String(recorder),
-      DISPATCHER_HEALTH_PORT: String(dispatcher),
-      DEMO_RECEIVER_PORT: String(receiver),
+      PORT: String(ports.api),
+      API_METRICS_PORT: String(ports.metrics),
+      RECORDER_HEALTH_PORT: String(ports.recorder),
+      DISPATCHER_HEALTH_PORT: String(ports.dispatcher),
+      DEMO_RECEIVER_PORT: String(ports.receiver),
       SIMULATOR_INTERVAL: '1s',
       LOG_LEVEL: 'info',
+      ...env,
     },
   });
-  let output = '';
-  script.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  script.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const run = { script, output: '' };
+  script.stdout.on('data', (chunk: Buffer) => (run.output += chunk.toString()));
+  script.stderr.on('data', (chunk: Buffer) => (run.output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => script.on('exit', (code) => resolve(code)));
+  return { run, exited };
+}
+
+const demoAgencies = async () =>
+  (
+    await t.db
+      .selectFrom('users')
+      .select('agency_id')
+      .where('email', 'like', '%@fairway-demo.example')
+      .where('role', '=', 'owner')
+      .execute()
+  ).length;
+
+describe('it fails fast, saying what to change, with no banner and a non-zero exit', () => {
+  test('a port in use: refused before anything starts, naming the port and its variable', async () => {
+    const ports = await freePorts();
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(ports.api, resolve));
+    try {
+      const { run, exited } = startScript(ports);
+      expect(await exited).toBe(1);
+      expect(run.output).toContain(
+        `start.sh: port ${ports.api} is in use; the API listens there. Stop what uses it, or set PORT to a free port, e.g. PORT=${ports.api + 100} bash scripts/start.sh`,
+      );
+      expect(run.output).not.toContain('Demo API key');
+      // Checked before the database was touched: no demo agency was made.
+      expect(await demoAgencies()).toBe(0);
+    } finally {
+      squatter.close();
+    }
+  }, 120_000);
+
+  test('a service that exits before it is ready: which one, its log line, its ports; the others stopped', async () => {
+    const ports = await freePorts();
+    const { run, exited } = startScript(ports, { RECORDER_POLL_INTERVAL: 'soon' });
+    expect(await exited).toBe(1);
+    expect(run.output).toMatch(
+      /start\.sh: the recorder exited before it was ready \(exit status 1\), so the demo did not start\. Its log says:\n {2}Invalid configuration:\n {2}- RECORDER_POLL_INTERVAL[^\n]*'soon'/,
+    );
+    expect(run.output).toContain(
+      `It listens on:\n  port ${ports.recorder}, the recorder's health probes (RECORDER_HEALTH_PORT)`,
+    );
+    expect(run.output).not.toContain('Demo API key');
+    // The dispatcher, started before it, was stopped with it.
+    expect(run.output).toMatch(/"name":"dispatcher"[^\n]*"msg":"stopped"/);
+    await expect(fetch(`http://127.0.0.1:${ports.dispatcher}/healthz`)).rejects.toThrow();
+    // It got as far as the demo data: one demo agency, which the run below reuses.
+    expect(await demoAgencies()).toBe(1);
+  }, 120_000);
+});
+
+test('start.sh: a working demo key, verified webhooks, and Ctrl-C stops every service gracefully', async () => {
+  const ports = await freePorts();
+  const { api } = ports;
+  const { run, exited } = startScript(ports);
+  const script = run.script;
   try {
-    const key = await waitFor(() => /Demo API key \(shown once\): (tps_\S+)/.exec(output)?.[1], {
+    const key = await waitFor(() => /Demo API key \(shown once\): (tps_\S+)/.exec(run.output)?.[1], {
       timeoutMs: 60_000,
       what: 'the demo key',
     });
@@ -69,14 +140,16 @@ test('start.sh: a working demo key, verified webhooks, and Ctrl-C stops every se
     });
     const tripUrl =
       /curl -H "Authorization: Bearer tps_\S+" (http:\/\/localhost:\d+\/api\/v1\/trips\/trp_\w+)/.exec(
-        output,
+        run.output,
       )?.[1];
     expect(tripUrl).toBeDefined();
+    // The run that failed above made the demo agency; this one reused it.
+    expect(await demoAgencies()).toBe(1);
     const trip = await fetch(tripUrl!, { headers: { authorization: `Bearer ${key}` } });
     expect(trip.status).toBe(200);
     expect(await trip.json()).toMatchObject({ object: 'trip' });
 
-    await waitFor(() => (output.match(/signature verified/g) ?? []).length >= 3, {
+    await waitFor(() => (run.output.match(/signature verified/g) ?? []).length >= 3, {
       timeoutMs: 30_000,
       what: 'three verified deliveries at the demo receiver',
     });
@@ -84,9 +157,9 @@ test('start.sh: a working demo key, verified webhooks, and Ctrl-C stops every se
     process.kill(-script.pid!, 'SIGINT'); // Ctrl-C
     expect(await exited).toBe(0);
     for (const service of ['api', 'recorder', 'dispatcher']) {
-      expect(output).toMatch(new RegExp(`"name":"${service}"[^\\n]*"msg":"stopped"`));
+      expect(run.output).toMatch(new RegExp(`"name":"${service}"[^\\n]*"msg":"stopped"`));
     }
-    expect(output).not.toContain('second signal');
+    expect(run.output).not.toContain('second signal');
     await expect(fetch(`http://127.0.0.1:${api}/healthz`)).rejects.toThrow();
   } finally {
     // After a failure: the script's own stop first (it signals each process it started), then
@@ -97,7 +170,7 @@ test('start.sh: a working demo key, verified webhooks, and Ctrl-C stops every se
       script.kill('SIGTERM');
       await waitFor(() => done, { timeoutMs: 30_000 }).catch(() => {});
     }
-    const pids = [-script.pid!, ...[...output.matchAll(/"pid":(\d+)/g)].map((m) => Number(m[1]))];
+    const pids = [-script.pid!, ...[...run.output.matchAll(/"pid":(\d+)/g)].map((m) => Number(m[1]))];
     for (const pid of new Set(pids)) {
       try {
         process.kill(pid, 'SIGKILL');
