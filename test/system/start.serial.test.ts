@@ -134,10 +134,13 @@ test('start.sh: a working demo key, verified webhooks, and Ctrl-C stops every se
       timeoutMs: 60_000,
       what: 'the demo key',
     });
-    await waitFor(() => output.includes("Infrastructure: this machine's PostgreSQL, RabbitMQ and Redis."), {
-      timeoutMs: 5_000,
-      what: 'the banner naming the services it used',
-    });
+    await waitFor(
+      () => run.output.includes("Infrastructure: this machine's PostgreSQL, RabbitMQ and Redis."),
+      {
+        timeoutMs: 5_000,
+        what: 'the banner naming the services it used',
+      },
+    );
     const tripUrl =
       /curl -H "Authorization: Bearer tps_\S+" (http:\/\/localhost:\d+\/api\/v1\/trips\/trp_\w+)/.exec(
         run.output,
