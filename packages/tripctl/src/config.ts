@@ -8,7 +8,7 @@ export interface TripctlConfig {
 }
 
 /** Said when DATABASE_URL is not set; `pnpm tripctl` in this repository sets it (scripts/local-env.sh). */
-export const MISSING_DATABASE_URL =
+const MISSING_DATABASE_URL =
   'DATABASE_URL is not set: tripctl needs the Postgres to work on, e.g. ' +
   "DATABASE_URL='postgres://user:password@host:5432/trips'. In this repository, `pnpm tripctl` " +
   'uses the database scripts/start.sh uses (scripts/local-env.sh).';

@@ -51,7 +51,7 @@ describe('which database', () => {
     const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       execFile(
         'pnpm',
-        ['-s', 'tripctl', 'agency', 'list', '--json'],
+        ['--silent', 'run', 'tripctl', 'agency', 'list', '--json'],
         { cwd: repoRoot, env: withoutUrl, timeout: 60_000 },
         (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
       );
