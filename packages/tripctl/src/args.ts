@@ -22,6 +22,9 @@ export function idOf(prefix: string, what: string): (value: string) => string {
   };
 }
 
+/** A webhook's id (whk_…), as every webhook command takes it. */
+export const webhookId = () => idOf('whk', 'a webhook');
+
 export function parseBoolean(value: string): boolean {
   if (value === 'true') return true;
   if (value === 'false') return false;

@@ -9,12 +9,12 @@ import {
   MAX_URL_LENGTH,
   PLATFORM,
   SettingsError,
-  type LogEntry,
   type WebhookView,
 } from '@trips/settings';
 import { requireAgency } from './agency.ts';
 import { progressReporter } from './progress.ts';
-import { fromCheck, idOf } from './args.ts';
+import { addAttemptsCommand } from './webhook-attempts.ts';
+import { fromCheck, idOf, webhookId } from './args.ts';
 import { objectIdArgument, objectIdOption } from './object-id.ts';
 import { JSON_OPTION, type Context } from './context.ts';
 import { usageError } from './errors.ts';
@@ -22,8 +22,6 @@ import { printResult } from './output.ts';
 
 // Webhooks from the platform team's side (decisions.md D7): every command goes through the owners'
 // settings module, so it is checked, validated and audited (as 'platform') like the settings page.
-
-const MAX_ATTEMPTS_LIMIT = 1000;
 
 /**
  * The settings module's URL check, but for private addresses, which the module refuses later
@@ -46,20 +44,6 @@ const parseEventTypes = fromCheck((value) =>
 
 const parseDescription = fromCheck((value) => checkDescription(value)!);
 
-function parseAttemptNumber(value: string): number {
-  const n = /^#?[1-9]\d{0,14}$/.test(value.trim()) ? Number(value.trim().replace('#', '')) : NaN;
-  if (!Number.isSafeInteger(n)) throw new InvalidArgumentError(`'${value}' is not an attempt number.`);
-  return n;
-}
-
-function parseLimit(value: string): number {
-  const limit = /^\d+$/.test(value.trim()) ? Number(value.trim()) : NaN;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_ATTEMPTS_LIMIT) {
-    throw new InvalidArgumentError(`'${value}' is not a whole number from 1 to ${MAX_ATTEMPTS_LIMIT}.`);
-  }
-  return limit;
-}
-
 const time = (d: Date | null, none: string) => (d ? formatTime(d) : none);
 
 function webhookLines(w: WebhookView): string[] {
@@ -78,39 +62,6 @@ function webhookLines(w: WebhookView): string[] {
     `  ${health.join(', ')}`,
   ];
 }
-
-function attemptJson(a: LogEntry) {
-  return {
-    id: a.id,
-    attempted_at: a.attempted_at,
-    event_id: a.event_id,
-    event_type: a.event_type,
-    attempt: a.attempt,
-    succeeded: a.succeeded,
-    status_code: a.status_code,
-    error: a.error,
-    reason: a.reason,
-    next_attempt: a.next,
-    duration_ms: a.duration_ms,
-    response_body: a.response_body,
-  };
-}
-
-/** One attempt on two lines: what, and what happened in words (as the settings page says it). */
-function attemptLines(a: LogEntry): string[] {
-  const next = !a.next
-    ? []
-    : 'none' in a.next
-      ? [`  next attempt: none, ${a.next.none}`]
-      : [`  next attempt: ${a.next.number}, due ${formatTime(a.next.due_at)}`];
-  return [
-    `${formatTime(a.attempted_at)}  ${a.event_id}  ${a.event_type}  attempt ${a.attempt}  ${a.duration_ms} ms  (#${a.id})`,
-    `  ${a.succeeded ? 'delivered' : 'failed'}: ${a.succeeded ? `answered ${a.status_code}` : a.reason}`,
-    ...next,
-  ];
-}
-
-const webhookId = () => idOf('whk', 'a webhook');
 
 export function registerWebhook(program: Command, ctx: Context): void {
   const webhook = program
@@ -233,61 +184,6 @@ function addEnableCommand(webhook: Command, ctx: Context): void {
         'Events recorded while it was off are not redelivered; read them with GET /events.',
       ]);
     });
-}
-
-/** `webhook attempts`: a webhook's delivery log, newest first, a page at a time. */
-function addAttemptsCommand(webhook: Command, ctx: Context): void {
-  webhook
-    .command('attempts')
-    .description("a webhook's delivery attempts, newest first, each with why it failed")
-    .usage('<id> [--limit <n>] [--failed] [--before <attempt>] [--json]')
-    .addArgument(objectIdArgument('the webhook id (whk_…)', webhookId()))
-    .addOption(objectIdOption(webhookId()))
-    .option('--limit <n>', `how many, from 1 to ${MAX_ATTEMPTS_LIMIT}`, parseLimit, 50)
-    .option('--failed', 'failed attempts only')
-    .option(
-      '--before <attempt>',
-      'the page before this attempt (#n, as the last page ended)',
-      parseAttemptNumber,
-    )
-    .option(...JSON_OPTION)
-    .action(
-      async (
-        _id: unknown,
-        opts: { id: string; limit: number; failed?: boolean; before?: number; json?: boolean },
-      ) => {
-        const page = await ctx.settings().listAttempts(PLATFORM, opts.id, {
-          limit: opts.limit,
-          failedOnly: opts.failed === true,
-          ...(opts.before !== undefined && { before: opts.before }),
-        });
-        const { webhook: found, attempts } = page;
-        const which = opts.failed ? 'failed delivery attempt' : 'delivery attempt';
-        const human =
-          attempts.length === 0
-            ? [`No ${which}s recorded for webhook ${found.id} (${found.url}).`]
-            : [
-                `${attempts.length} ${which}${attempts.length > 1 ? 's' : ''} of webhook ${found.id} (${found.url}), newest first:`,
-                ...attempts.flatMap(attemptLines),
-                ...(page.next_before
-                  ? [
-                      `Older: tripctl webhook attempts --id ${found.id}${opts.failed ? ' --failed' : ''} --before ${page.next_before}`,
-                    ]
-                  : []),
-              ];
-        printResult(
-          ctx.io,
-          opts.json,
-          {
-            webhook_id: found.id,
-            state: found.state,
-            attempts: attempts.map(attemptJson),
-            next_before: page.next_before,
-          },
-          human,
-        );
-      },
-    );
 }
 
 /** `webhook update`: a webhook's new URL, event types or description. */
