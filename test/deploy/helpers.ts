@@ -5,6 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DockerfileParser } from 'dockerfile-ast';
+import { ConfigError } from '@trips/runtime';
 import { readConfig as apiConfig } from '../../services/api/src/config.ts';
 import { readConfig as recorderConfig } from '../../services/recorder/src/config.ts';
 import { readConfig as dispatcherConfig } from '../../services/dispatcher/src/config.ts';
@@ -85,7 +86,12 @@ export function settingsRead(d: Deployable): Set<string> {
       return undefined;
     },
   });
-  d.parse(env);
+  try {
+    d.parse(env);
+  } catch (error) {
+    // A setting with no default (tripctl's DATABASE_URL) is refused once every name has been read.
+    if (!(error instanceof ConfigError)) throw error;
+  }
   return read;
 }
 
