@@ -7,7 +7,16 @@ export { runService, type ServiceMain } from './service-main.ts';
 export { startHealthServer, portOf, type HealthChecks } from './health.ts';
 export { Loop } from './loop.ts';
 export { atMostEvery } from './throttle.ts';
-export { createMetricsRegistry, Counter, Gauge, Histogram, Registry } from './metrics.ts';
+export {
+  addDependencyMetric,
+  createMetricsRegistry,
+  Counter,
+  Gauge,
+  Histogram,
+  LAG_BUCKETS,
+  Registry,
+  secondsSince,
+} from './metrics.ts';
 export { withTimeout } from './timeout.ts';
 export {
   readTracingConfig,

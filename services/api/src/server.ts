@@ -1,11 +1,17 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createDb } from '@trips/db';
+import { createDb, pingDatabase } from '@trips/db';
 import { findKeyCredentials } from '@trips/db/api-keys';
 import { platformSecret } from '@trips/db/platform-secrets';
 import { canSeeOtherTransactions } from '@trips/db/sync';
 import { createSettings } from '@trips/settings';
-import { createMetricsRegistry, portOf, startHealthServer, type Logger } from '@trips/runtime';
+import {
+  addDependencyMetric,
+  createMetricsRegistry,
+  portOf,
+  startHealthServer,
+  type Logger,
+} from '@trips/runtime';
 import { createApp } from './app.ts';
 import { AuthChangeListener, CredentialsCache } from './auth/credentials-cache.ts';
 import { KeyUsageRecorder } from './auth/key-usage.ts';
@@ -70,6 +76,7 @@ export async function startApiService(config: ApiConfig, logger: Logger): Promis
 
   const registry = createMetricsRegistry('api');
   addSyncHorizonMetric(registry, db, logger);
+  addDependencyMetric(registry, { postgres: () => pingDatabase(db) });
   const app = createApp({
     db,
     logger,

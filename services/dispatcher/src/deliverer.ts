@@ -20,7 +20,7 @@ export interface DelivererDeps {
   topology: Topology;
   logger: Logger;
   /** Told about every outcome (metrics, tests). */
-  onOutcome?: (outcome: Outcome, delivery: DeliveryMessage) => void;
+  onOutcome?: (outcome: Outcome, delivery: DeliveryMessage, source: Source) => void;
 }
 
 /**
@@ -28,7 +28,7 @@ export interface DelivererDeps {
  * both made while their RabbitMQ message is held (inline), or a delivery claimed from its
  * webhook's lane.
  */
-type Source = 'fan_out' | 'deliveries_queue' | 'lane';
+export type Source = 'fan_out' | 'deliveries_queue' | 'lane';
 
 /** What the deliverer needs of the webhook lanes (lanes.ts). */
 export interface LaneEntry {
@@ -161,7 +161,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
       else outcome = await handleFailure(delivery, guarded.attempted, publisher);
     }
     log(logger, delivery, outcome);
-    deps.onOutcome?.(outcome, delivery);
+    deps.onOutcome?.(outcome, delivery, source);
     return outcome;
   };
   const attempt: Deliverer['attempt'] = (delivery, target, publisher, source) => {

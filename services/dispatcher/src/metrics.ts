@@ -1,9 +1,15 @@
 import type { Topology } from '@trips/broker';
-import { Counter, Gauge, Histogram, type Registry } from '@trips/runtime';
-import type { Outcome } from './deliverer.ts';
+import type { DeliveryMessage } from '@trips/contracts';
+import { Counter, Gauge, Histogram, LAG_BUCKETS, secondsSince, type Registry } from '@trips/runtime';
+import type { Outcome, Source } from './deliverer.ts';
 import type { Endpoints } from './endpoints.ts';
 
-/** The dispatcher's Prometheus metrics (docs/operations.md says what to alert on). */
+/**
+ * The dispatcher's Prometheus metrics (docs/operations.md says what each means and what to alert
+ * on). No histogram has an agency or webhook label: each series is kept by every Prometheus for as
+ * long as it exists, and one per webhook would grow with the customers, not with the code. Which
+ * webhook is late is in the attempts log (tripctl webhook attempts), not in Prometheus.
+ */
 export function dispatcherMetrics(
   registry: Registry,
   deps: {
@@ -13,6 +19,8 @@ export function dispatcherMetrics(
     topology: Topology;
     /** Deliveries waiting in webhook lanes, all dispatchers together (Postgres). */
     countHeld: () => Promise<number>;
+    /** The oldest pending deliveries' ages in seconds, null when none waits (Postgres). */
+    pendingAges: () => Promise<{ held: number | null; retryScheduled: number | null }>;
   },
 ) {
   const registers = [registry];
@@ -27,6 +35,15 @@ export function dispatcherMetrics(
     help: 'Duration of webhook attempts, by result (success or the error class).',
     labelNames: ['result'] as const,
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  // From the event's recording (its created_at, which every delivery carries) to the receiver's
+  // 2xx. `attempt` tells the platform's own lag (first) from a receiver's downtime (retry).
+  const deliveryLag = new Histogram({
+    name: 'trips_event_record_to_delivery_seconds',
+    help: 'From an event recorded (its created_at) to the first 2xx of its delivery to a webhook; attempt is first or retry.',
+    labelNames: ['attempt'] as const,
+    buckets: LAG_BUCKETS,
     registers,
   });
   const switchedOff = new Counter({
@@ -51,6 +68,22 @@ export function dispatcherMetrics(
         this.set(await deps.countHeld());
       } catch {
         this.set(NaN); // Postgres away: the rest of /metrics still answers
+      }
+    },
+  });
+  new Gauge({
+    name: 'trips_pending_delivery_oldest_age_seconds',
+    help: 'How long the oldest pending delivery has waited, by its last outcome: held (in a webhook lane, since its event was recorded) or retry_scheduled (since the first failure of the longest-failing webhook still on); 0 when none waits.',
+    labelNames: ['outcome'] as const,
+    registers,
+    async collect() {
+      try {
+        const ages = await deps.pendingAges();
+        this.set({ outcome: 'held' }, ages.held ?? 0);
+        this.set({ outcome: 'retry_scheduled' }, ages.retryScheduled ?? 0);
+      } catch {
+        this.set({ outcome: 'held' }, NaN);
+        this.set({ outcome: 'retry_scheduled' }, NaN);
       }
     },
   });
@@ -85,11 +118,26 @@ export function dispatcherMetrics(
 
   return {
     switchedOff,
-    observe(outcome: Outcome): void {
+    observe(outcome: Outcome, delivery: DeliveryMessage, source: Source): void {
       deliveries.inc({ outcome: outcome.kind });
-      if ('result' in outcome) {
-        attempts.observe({ result: outcome.result.error ?? 'success' }, outcome.result.durationMs / 1000);
+      if (!('result' in outcome)) return;
+      attempts.observe({ result: outcome.result.error ?? 'success' }, outcome.result.durationMs / 1000);
+      if (outcome.kind === 'delivered' && !ownerRequested(delivery, source)) {
+        const answeredAt = outcome.result.at.getTime() + outcome.result.durationMs;
+        const lag = secondsSince(delivery.event.created_at, answeredAt);
+        deliveryLag.observe({ attempt: delivery.attempt === 1 ? 'first' : 'retry' }, lag);
       }
     },
   };
+}
+
+/**
+ * A test event or an owner's redelivery (published straight to the deliveries queue as a first
+ * attempt, packages/settings): its event may be weeks old, and its lag says nothing about ours.
+ * A redelivery that had to wait in a lane is not told apart (rare; docs/operations.md).
+ */
+function ownerRequested(delivery: DeliveryMessage, source: Source): boolean {
+  return (
+    (source === 'deliveries_queue' && delivery.attempt === 1) || delivery.event.id.startsWith('evt_test_')
+  );
 }

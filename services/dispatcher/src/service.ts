@@ -5,9 +5,16 @@ import { declareTopology, topology, type QueueLimits, type Topology } from '@tri
 import { connectBroker } from '@trips/broker/connect';
 import { compileValidators, type DeliveryMessage } from '@trips/contracts';
 import { createDb, pingDatabase, type Database } from '@trips/db';
-import { countHeldDeliveries } from '@trips/db/held-deliveries';
+import { countHeldDeliveries, oldestPendingDeliveryAges } from '@trips/db/held-deliveries';
 import { pruneWebhookAttempts } from '@trips/db/webhook-attempts';
-import { createMetricsRegistry, Loop, portOf, startHealthServer, type Logger } from '@trips/runtime';
+import {
+  addDependencyMetric,
+  createMetricsRegistry,
+  Loop,
+  portOf,
+  startHealthServer,
+  type Logger,
+} from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import type { DispatcherConfig } from './config.ts';
 import { Consumer, type Handler, type Publisher } from './consumer.ts';
@@ -116,8 +123,8 @@ export async function startDispatcherService(
     policy: config.policy,
     topology: names,
     logger: logger.child({ component: 'deliverer' }),
-    onOutcome: (outcome, delivery) => {
-      metrics.observe(outcome);
+    onOutcome: (outcome, delivery, source) => {
+      metrics.observe(outcome, delivery, source);
       hooks.onOutcome?.(outcome, delivery);
     },
   });
@@ -214,6 +221,11 @@ function createMetrics(
     checkQueue: (queue) => inspector.wrapper.checkQueue(queue),
     topology: deps.names,
     countHeld: () => countHeldDeliveries(deps.db),
+    pendingAges: () => oldestPendingDeliveryAges(deps.db),
+  });
+  addDependencyMetric(registry, {
+    postgres: () => pingDatabase(deps.db),
+    rabbitmq: () => connection.isConnected(),
   });
   return { registry, inspector, metrics };
 }

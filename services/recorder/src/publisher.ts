@@ -48,6 +48,8 @@ export interface PublisherOptions {
   expressExchange: string;
   batchSize: number;
   publishTimeoutMs: number;
+  /** Told of the events RabbitMQ took, once the batch that forgets them has committed (metrics). */
+  onPublished?: (events: readonly StoredEvent[]) => void;
 }
 
 /**
@@ -229,6 +231,7 @@ export class Publisher {
     const routed = confirmed.filter((e) => !this.returned.has(e.id));
     if (routed.length < confirmed.length) this.holdOff(confirmed.length - routed.length);
     await runScript(conn, [...markPublished(routed.map((e) => e.seq)), commit]);
+    this.options.onPublished?.(routed);
     if (routed.length) this.logBatch(routed);
     return routed.length;
   }

@@ -2,7 +2,15 @@ import type { Server } from 'node:http';
 import type { Kysely } from 'kysely';
 import { connectBroker } from '@trips/broker/connect';
 import { createDb, pingDatabase, type Database } from '@trips/db';
-import { createMetricsRegistry, Loop, portOf, startHealthServer, tracing, type Logger } from '@trips/runtime';
+import {
+  addDependencyMetric,
+  createMetricsRegistry,
+  Loop,
+  portOf,
+  startHealthServer,
+  tracing,
+  type Logger,
+} from '@trips/runtime';
 import { eventsExchange, expressExchange, type RecorderConfig } from './config.ts';
 import { recorderMetrics } from './metrics.ts';
 import { Publisher, REFUSED_RETRY_MS } from './publisher.ts';
@@ -23,6 +31,12 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
   const exchange = eventsExchange(config);
 
   const connection = connectBroker(config.amqpUrls, logger);
+  const registry = createMetricsRegistry('recorder');
+  const metrics = recorderMetrics(registry, db);
+  addDependencyMetric(registry, {
+    postgres: () => pingDatabase(db),
+    rabbitmq: () => connection.isConnected(),
+  });
   const recorder = new Recorder(db, config, logger.child({ component: 'recorder' }));
   const publisher = new Publisher(
     db,
@@ -32,18 +46,16 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
       expressExchange: expressExchange(config),
       batchSize: config.batchSize,
       publishTimeoutMs: config.publishTimeoutMs,
+      onPublished: (events) => metrics.eventsPublished(events),
     },
     logger.child({ component: 'publisher' }),
   );
   await recorder.maintain();
-  const registry = createMetricsRegistry('recorder');
-  const metrics = recorderMetrics(registry, db);
 
   const publishLoop = new Loop(
     'publish',
     async () => {
       const published = await publisher.runBatch();
-      metrics.published.inc(published);
       // The events queue was full: try again as soon as it may have room, not a poll interval later.
       if (publisher.queueFull) setTimeout(() => publishLoop.kick(), REFUSED_RETRY_MS).unref();
       // At once again only while events are likely waiting; otherwise the next recording kicks it.
@@ -59,8 +71,7 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
       const { changes, events, full } = batch;
       const tracer = tracing.tracer;
       if (tracer && events.length) traceRecorded(tracer, batch);
-      metrics.captured.inc(changes);
-      for (const e of events) metrics.recorded.inc({ type: e.type });
+      metrics.batchRecorded(batch);
       // Publish right after the commit instead of at the publisher's next poll.
       if (events.length) {
         publisher.expect();

@@ -124,3 +124,29 @@ export async function countHeldDeliveries(db: Db): Promise<number> {
   );
   return Number(result.rows[0]!.n);
 }
+
+/**
+ * How long the oldest pending deliveries have waited, in seconds by the database's clock (null
+ * when none waits), for the dispatcher's metrics at scrape time. Two index lookups, never a scan:
+ * - `held`: the event of the delivery that entered a lane first (the primary key's head), counted
+ *   from the event's recording;
+ * - `retryScheduled`: the first failure of the longest-failing webhook that is still on (the
+ *   partial index webhooks_failing): its deliveries have waited for a retry at least that long.
+ *   Deliveries in the delay queues are in RabbitMQ, which tells how many wait but not since when.
+ */
+export async function oldestPendingDeliveryAges(
+  db: Db,
+): Promise<{ held: number | null; retryScheduled: number | null }> {
+  const result = await db.executeQuery<{ held: string | null; retry_scheduled: string | null }>(
+    CompiledQuery.raw(
+      `SELECT extract(epoch FROM now() - (SELECT (delivery->'event'->>'created_at')::timestamptz
+                                            FROM held_deliveries ORDER BY id LIMIT 1)) AS held,
+              extract(epoch FROM now() - (SELECT min(failing_since) FROM webhooks
+                                           WHERE failing_since IS NOT NULL AND disabled_at IS NULL)) AS retry_scheduled`,
+      [],
+    ),
+  );
+  const row = result.rows[0]!;
+  const seconds = (v: string | null) => (v === null ? null : Math.max(0, Number(v)));
+  return { held: seconds(row.held), retryScheduled: seconds(row.retry_scheduled) };
+}
