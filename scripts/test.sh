@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/prepare.sh
 bash scripts/browser.sh
+bash scripts/promtool.sh
 # Tests clone per-file databases from this server; it must allow CREATE DATABASE.
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 export AMQP_URL="${TEST_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672}"
