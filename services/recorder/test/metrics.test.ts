@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import {
   amqpUrl,
   collectEvents,
@@ -61,4 +62,42 @@ test('/metrics counts captured, recorded and published events and shows the lag'
   expect(value(text, 'trips_events_unpublished{service="recorder"}')).toBe(0);
   // Node's own metrics are there too.
   expect(text).toContain('process_resident_memory_bytes{service="recorder"}');
+});
+
+test('capture → record is timed from the capture in the writer’s transaction, record → publish per event', async () => {
+  const before = await scrape();
+  const count = (text: string, histogram: string) =>
+    value(text, `${histogram}_count{service="recorder"}`) ?? 0;
+  const sum = (text: string, histogram: string) => value(text, `${histogram}_sum{service="recorder"}`) ?? 0;
+  // The writer captures its change, then keeps its transaction open 1.5 s before committing: the
+  // change's own clock starts at the capture, the closest time to the commit that it carries.
+  await t.db.transaction().execute(async (trx) => {
+    await sql`INSERT INTO trips (id, agency_id, title, num_days) VALUES ('trp_m2', 'agy_M', 'Late', 2)`.execute(
+      trx,
+    );
+    await sql`SELECT pg_sleep(1.5)`.execute(trx);
+  });
+  const text = await waitFor(
+    async () => {
+      const body = await scrape();
+      return (
+        count(body, 'trips_event_record_to_publish_seconds') >
+          count(before, 'trips_event_record_to_publish_seconds') && body
+      );
+    },
+    { what: 'the late trip published' },
+  );
+  const capture = 'trips_change_capture_to_record_seconds';
+  expect(count(text, capture) - count(before, capture)).toBe(1);
+  expect(sum(text, capture) - sum(before, capture)).toBeGreaterThanOrEqual(1.5);
+  expect(value(text, `${capture}_bucket{le="1",service="recorder"}`)).toBe(
+    value(before, `${capture}_bucket{le="1",service="recorder"}`),
+  );
+  // Published within a few poll intervals of its recording, in the same batch's confirm.
+  const publish = 'trips_event_record_to_publish_seconds';
+  expect(count(text, publish) - count(before, publish)).toBe(1);
+  expect(sum(text, publish) - sum(before, publish)).toBeLessThan(1);
+  // Reached Postgres and RabbitMQ at this scrape.
+  expect(text).toContain('trips_dependency_up{dependency="postgres",service="recorder"} 1');
+  expect(text).toContain('trips_dependency_up{dependency="rabbitmq",service="recorder"} 1');
 });
