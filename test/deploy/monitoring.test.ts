@@ -1,4 +1,4 @@
-// k8s/monitoring in both overlays: the PrometheusRule valid against the Prometheus Operator's CRD
+// k8s/components/monitoring in both overlays: the PrometheusRule valid against the Prometheus Operator's CRD
 // (vendored, infra/schemas/) and as committed, and the Grafana dashboard's ConfigMap holding the
 // committed JSON under the label Grafana's sidecar looks for. What the rules do is promtool's
 // (test/monitoring/alerts.test.ts); that they query only exported metrics, exported.test.ts's.
@@ -6,8 +6,8 @@ import { parse } from 'yaml';
 import { readJson, readText } from './helpers.ts';
 import { render, schemaProblems, type Obj } from './k8s-checks.ts';
 
-const committedRule = parse(readText('k8s/monitoring/prometheus-rule.yaml'));
-const committedDashboard = readJson('k8s/monitoring/dashboard.json');
+const committedRule = parse(readText('k8s/components/monitoring/prometheus-rule.yaml'));
+const committedDashboard = readJson('k8s/components/monitoring/dashboard.json');
 
 describe.each(['dev', 'prod', 'prod-engines'])('k8s/overlays/%s', (overlay) => {
   const objects = render(`k8s/overlays/${overlay}`);

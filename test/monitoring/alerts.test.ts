@@ -1,4 +1,4 @@
-// The alert rules of k8s/monitoring/prometheus-rule.yaml, checked by Prometheus' own promtool:
+// The alert rules of k8s/components/monitoring/prometheus-rule.yaml, checked by Prometheus' own promtool:
 // `promtool check rules` (syntax, PromQL, templates) and `promtool test rules` on the series of
 // alerts.promtool.yaml, where every alert has series that must make it fire and series that must
 // not. Then each rule's runbook link, and naive variants of the rules that those series must catch.

@@ -1,4 +1,4 @@
-// Every metric the alert rules and the dashboard query (k8s/monitoring) is one the running
+// Every metric the alert rules and the dashboard query (k8s/components/monitoring) is one the running
 // services export: the api, the recorder and the dispatcher as processes, as their images run
 // them, scraped at /metrics after one API request and one event delivered, once after a failure.
 // A name the services do not export would make an alert that can never fire, or an empty panel.

@@ -1,4 +1,4 @@
-// What the alert rules and the dashboard ask Prometheus for (k8s/monitoring), and the metric names
+// What the alert rules and the dashboard ask Prometheus for (k8s/components/monitoring), and the metric names
 // their PromQL expressions reference, for the checks that those names are what the services export.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -18,7 +18,7 @@ export interface AlertRule {
 
 /** The PrometheusRule object as committed. */
 export const prometheusRule = () =>
-  parse(read('k8s/monitoring/prometheus-rule.yaml')) as {
+  parse(read('k8s/components/monitoring/prometheus-rule.yaml')) as {
     spec: { groups: { name: string; rules: AlertRule[] }[] };
   };
 
@@ -31,7 +31,8 @@ interface Panel {
 }
 
 /** The Grafana dashboard as committed (the ConfigMap's one file). */
-export const dashboard = () => JSON.parse(read('k8s/monitoring/dashboard.json')) as { panels: Panel[] };
+export const dashboard = () =>
+  JSON.parse(read('k8s/components/monitoring/dashboard.json')) as { panels: Panel[] };
 
 /** Every PromQL expression of the rules and the dashboard, with where it is. */
 export function expressions(d = dashboard(), rule = prometheusRule()): { where: string; expr: string }[] {
