@@ -53,7 +53,14 @@ import {
 } from '@opentelemetry/sdk-trace';
 import type { Logger } from './logger.ts';
 import { atMostEvery } from './throttle.ts';
-import type { Carrier, OpenSpan, SpanAttributes, SpanKindName, Tracer, TracingConfig } from './tracing.ts';
+import type {
+  Carrier,
+  OpenSpan,
+  SpanAttributes,
+  SpanKindName,
+  Tracer,
+  TracingConfig,
+} from './tracing-types.ts';
 
 const KINDS: Record<SpanKindName, SpanKind> = {
   server: SpanKind.SERVER,

@@ -9,7 +9,10 @@ import type { AttemptResult, Sender } from './sender.ts';
 import type { DeferReason, Endpoints } from './endpoints.ts';
 import { nextRetry } from './schedule.ts';
 import type { DeliveryStore } from './store.ts';
+import type { Outcome } from './outcome.ts';
 import { headersOf, traceAttempt } from './tracing.ts';
+
+export type { Outcome } from './outcome.ts';
 
 export interface DelivererDeps {
   store: DeliveryStore;
@@ -35,17 +38,6 @@ export interface LaneEntry {
   /** Puts the delivery in its webhook's lane (not to be tried before `notBefore`); resolves once committed. */
   hold(delivery: DeliveryMessage, notBefore?: Date): Promise<void>;
 }
-
-/** Every way a delivery can end, one handler each (architecture example 5). */
-export type Outcome =
-  | { kind: 'delivered'; result: AttemptResult }
-  | { kind: 'retry_scheduled'; result: AttemptResult; delayMs: number }
-  | { kind: 'gave_up'; result: AttemptResult }
-  /** Put in its webhook's lane, to be attempted when the webhook has room. Not an attempt. */
-  | { kind: 'held'; reason: DeferReason }
-  /** Claimed from its lane but not attempted after all (the breaker opened): it stays in the lane. */
-  | { kind: 'deferred'; reason: DeferReason }
-  | { kind: 'dropped'; reason: 'webhook_gone' | 'webhook_off' | 'unsubscribed' };
 
 export interface Deliverer {
   /** One attempt of the delivery to its webhook as just read (undefined: the webhook is gone). */

@@ -8,7 +8,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import type { DeliveryMessage, EventMessage } from '@trips/contracts';
 import type { Carrier, SpanAttributes, Tracer } from '@trips/runtime';
-import type { Outcome } from './deliverer.ts';
+import type { Outcome } from './outcome.ts';
 
 /** What a span may say about a delivery: ids, its type and attempt, never the data, the URL or a secret. */
 const deliveryAttributes = (delivery: DeliveryMessage, source: string): SpanAttributes => ({
