@@ -14,7 +14,7 @@ test('escape neutralises every character that is markup in text or attributes', 
 
 test('the page is one complete, self-contained HTML document', () => {
   expect(page.startsWith('<!doctype html>\n<html lang="en">')).toBe(true);
-  expect(page).toContain('<title>Trip Planning Service API reference</title>');
+  expect(page).toContain('<title>Trip Service API reference</title>');
   expect(page.match(/<h1>/g)).toHaveLength(1);
   expect(page).toContain('<main id="main">');
   // Nothing fetched from elsewhere: the machine serving it may have no internet, and nothing runs.

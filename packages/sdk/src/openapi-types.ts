@@ -255,7 +255,7 @@ export interface ListQueries {
     updated_since?: string;
     /** Page size. */
     limit?: number;
-    /** The `next_cursor` of the previous page. */
+    /** The `next_cursor` of the previous page. Empty is the same as absent: the first page. */
     cursor?: string;
   };
   '/api/v1/payments': {
@@ -263,7 +263,7 @@ export interface ListQueries {
     updated_since?: string;
     /** Page size. */
     limit?: number;
-    /** The `next_cursor` of the previous page. */
+    /** The `next_cursor` of the previous page. Empty is the same as absent: the first page. */
     cursor?: string;
   };
   '/api/v1/contacts': {
@@ -271,11 +271,11 @@ export interface ListQueries {
     updated_since?: string;
     /** Page size. */
     limit?: number;
-    /** The `next_cursor` of the previous page. */
+    /** The `next_cursor` of the previous page. Empty is the same as absent: the first page. */
     cursor?: string;
   };
   '/api/v1/events': {
-    /** The `next_cursor` of the previous call; only events after it are returned. */
+    /** The `next_cursor` of the previous call; only events after it are returned. Empty is the same as absent: reading starts at the oldest kept event. */
     after?: string;
     /** Page size. */
     limit?: number;
