@@ -271,7 +271,9 @@ describe('the first attempt', () => {
     await channel.prefetch(1);
     await channel.consume(topology(d.prefix, []).deliveriesQueue, (message) => {
       if (!message) return;
-      seen.push(message.properties.messageId as string);
+      // A retry goes this way by design: on a loaded machine a first attempt may time out.
+      const { attempt } = JSON.parse(message.content.toString()) as { attempt: number };
+      if (attempt === 1) seen.push(message.properties.messageId as string);
       channel.nack(message, false, true);
     });
     const { agencyId } = await agencyWithOwners(d.db);
