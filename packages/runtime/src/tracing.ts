@@ -6,14 +6,7 @@ import { ConfigError } from './env.ts';
 import type { Logger } from './logger.ts';
 import type { SamplerName, Tracer, TracingConfig } from './tracing-types.ts';
 
-export type {
-  Carrier,
-  OpenSpan,
-  SpanAttributes,
-  SpanKindName,
-  Tracer,
-  TracingConfig,
-} from './tracing-types.ts';
+export type { Carrier, OpenSpan, SpanAttributes, Tracer, TracingConfig } from './tracing-types.ts';
 
 /** The process's tracer while tracing is on; undefined otherwise. */
 export const tracing: { tracer: Tracer | undefined } = { tracer: undefined };
