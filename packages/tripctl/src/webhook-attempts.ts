@@ -10,7 +10,8 @@ import { printResult } from './output.ts';
 
 const MAX_ATTEMPTS_LIMIT = 1000;
 
-function parseAttemptNumber(value: string): number {
+/** An attempt's number as the log shows it (`#12` or `12`). */
+export function parseAttemptNumber(value: string): number {
   const n = /^#?[1-9]\d{0,14}$/.test(value.trim()) ? Number(value.trim().replace('#', '')) : NaN;
   if (!Number.isSafeInteger(n)) throw new InvalidArgumentError(`'${value}' is not an attempt number.`);
   return n;

@@ -14,6 +14,7 @@ import {
 import { requireAgency } from './agency.ts';
 import { progressReporter } from './progress.ts';
 import { addAttemptsCommand } from './webhook-attempts.ts';
+import { addAttemptCommand, addResendCommand } from './webhook-attempt.ts';
 import { fromCheck, idOf, webhookId } from './args.ts';
 import { objectIdArgument, objectIdOption } from './object-id.ts';
 import { JSON_OPTION, type Context } from './context.ts';
@@ -73,10 +74,12 @@ export function registerWebhook(program: Command, ctx: Context): void {
   addDisableCommand(webhook, ctx);
   addEnableCommand(webhook, ctx);
   addAttemptsCommand(webhook, ctx);
+  addAttemptCommand(webhook, ctx);
   addUpdateCommand(webhook, ctx);
   addRotateSecretCommand(webhook, ctx);
   addTestCommand(webhook, ctx);
   addRedeliverCommand(webhook, ctx);
+  addResendCommand(webhook, ctx);
 }
 
 /** `webhook create`: registers a webhook and prints its signing secret, once. */

@@ -574,7 +574,7 @@ describe('bad arguments exit 2 before the database is touched', () => {
   test('--help lists webhook, and every webhook command takes --json', async () => {
     const help = await cli(['--help'], unreachable);
     expect(help.stdout).toMatch(/webhook/);
-    for (const verb of ['create', 'list', 'disable', 'enable', 'attempts']) {
+    for (const verb of ['create', 'list', 'disable', 'enable', 'attempts', 'attempt', 'resend']) {
       const result = await cli(['webhook', verb, '--help'], unreachable);
       expect({ verb, code: result.code, json: /--json/.test(result.stdout) }).toEqual({
         verb,
