@@ -1,4 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { brokerAddress, connectToFirst, declareTopology, queueNames, topology } from '@trips/broker';
 import { EVENT_TYPE_NAMES } from '@trips/contracts';
 import { createWebhook } from '@trips/db/webhooks';
@@ -222,6 +225,50 @@ async function parkedCount(): Promise<number> {
   }
 }
 
+/**
+ * Where each undelivered event stands, kept with the services' logs and the queues' counts when the
+ * test fails, so that a rare failure can be read afterwards rather than reproduced.
+ */
+async function keepEvidence(undelivered: { id: string; at: number }[]): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'trips-failover-test-'));
+  for (const r of replicas) r.saveLogs(dir);
+  const ids = undelivered.map((e) => e.id);
+  const rows = async (table: 'events_unpublished' | 'webhook_attempts') =>
+    ids.length
+      ? t.db
+          .selectFrom(table)
+          .selectAll()
+          .where(table === 'events_unpublished' ? 'id' : 'event_id', 'in', ids)
+          .execute()
+      : [];
+  const held = await t.db.selectFrom('held_deliveries').selectAll().execute();
+  const events = ids.length
+    ? await t.db.selectFrom('events').selectAll().where('id', 'in', ids).execute()
+    : [];
+  const counts = await cluster!
+    .ctlJson([
+      'list_queues',
+      'name',
+      'leader',
+      'messages',
+      'messages_ready',
+      'messages_unacknowledged',
+      'consumers',
+    ])
+    .catch((error: Error) => error.message);
+  const evidence = {
+    undelivered,
+    events,
+    unpublished: await rows('events_unpublished'),
+    attempts: await rows('webhook_attempts'),
+    held,
+    queues: counts,
+    requests: receiver.requests.map((r) => ({ id: r.headers['service-event-id'], at: r.at })),
+  };
+  writeFileSync(join(dir, 'evidence.json'), JSON.stringify(evidence, null, 1));
+  return dir;
+}
+
 function membership(queues: QueueState[]): string {
   return queues
     .map((q) => `${q.name.slice(prefix.length)}: ${q.online.length}/${q.members.length} online`)
@@ -326,6 +373,9 @@ function membership(queues: QueueState[]): string {
     facts.push(['events confirmed before the kill', confirmedBeforeKill.size]);
     facts.push(['longest recorded-to-delivered', seconds(Math.max(...latencies))]);
     const parked = await parkedCount();
+    const left = await undelivered();
+    if (left.length || parked)
+      facts.push(["evidence (services' logs, queues, rows)", await keepEvidence(left)]);
     const width = Math.max(...facts.map(([k]) => k.length));
     console.log(
       ['failover on a three-node cluster', ...facts.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`)].join('\n'),
@@ -334,7 +384,7 @@ function membership(queues: QueueState[]): string {
     expect(events.length).toBeGreaterThan(100);
     expect(failedOver.every((n) => n > 0 && n !== killed)).toBe(true);
     expect(connectedNodes().every((n) => n > 0 && n !== stopped)).toBe(true);
-    expect((await undelivered()).map((e) => e.id)).toEqual([]);
+    expect(left.map((e) => e.id)).toEqual([]);
     expect(lostConfirmed).toEqual([]);
     expect(parked).toBe(0);
     for (const { pause, resume } of [afterKill, afterStop]) {

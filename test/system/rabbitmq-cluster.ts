@@ -98,20 +98,22 @@ export class LocalRabbitCluster {
 
   /** The quorum queues whose names start with `prefix`, as a running node sees them. */
   async queues(prefix: string): Promise<QueueState[]> {
-    const n = [...this.running][0]!;
-    const { stdout } = await this.do([
-      'ctl',
-      String(n),
+    const all = await this.ctlJson<QueueState>([
       'list_queues',
       'name',
       'type',
       'leader',
       'members',
       'online',
-      '--formatter',
-      'json',
     ]);
-    return (JSON.parse(stdout) as QueueState[]).filter((q) => q.name.startsWith(prefix));
+    return all.filter((q) => q.name.startsWith(prefix));
+  }
+
+  /** A rabbitmqctl listing, as a running node answers it in JSON. */
+  async ctlJson<Row>(args: string[]): Promise<Row[]> {
+    const n = [...this.running][0]!;
+    const { stdout } = await this.do(['ctl', String(n), ...args, '--formatter', 'json']);
+    return JSON.parse(stdout) as Row[];
   }
 
   /** Every node stopped and its directory removed; safe to call twice. */
