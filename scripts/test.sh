@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/prepare.sh
 bash scripts/browser.sh
-bash scripts/promtool.sh
+# promtool's tests run, or skip where promtool cannot be had outside CI (exit 3, which says so).
+export SKIP_PROMTOOL_TESTS=0
+bash scripts/promtool.sh || { status=$?; [ "$status" = 3 ] || exit "$status"; SKIP_PROMTOOL_TESTS=1; }
 # Tests clone per-file databases from this server; it must allow CREATE DATABASE.
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 export AMQP_URL="${TEST_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672}"

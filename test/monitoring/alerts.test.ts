@@ -14,6 +14,8 @@ const run = promisify(execFile);
 const PROMTOOL = process.env.PROMTOOL ?? 'promtool';
 /** promtool's unit tests: alerts over minutes and hours, and those that compare with last week. */
 const UNIT_TESTS = ['alerts.promtool.yaml', 'weekly.promtool.yaml'];
+/** Skipped only where scripts/promtool.sh found no promtool to be had outside CI, and said so. */
+const withPromtool = process.env.SKIP_PROMTOOL_TESTS === '1' ? test.skip : test;
 
 interface Outcome {
   ok: boolean;
@@ -44,18 +46,21 @@ async function promtool(command: 'check' | 'test', rule = prometheusRule()): Pro
   }
 }
 
-test('promtool check rules accepts every rule', async () => {
+withPromtool('promtool check rules accepts every rule', async () => {
   const { ok, output } = await promtool('check');
   expect(output).toContain(`SUCCESS: ${alertRules().length} rules found`);
   expect(ok).toBe(true);
 });
 
-test('promtool test rules: every alert fires on its series and stays quiet on the others', async () => {
-  const { ok, output } = await promtool('test');
-  console.log(`promtool test rules:\n${output}`);
-  expect(output.match(/SUCCESS/g)).toHaveLength(UNIT_TESTS.length);
-  expect(ok).toBe(true);
-});
+withPromtool(
+  'promtool test rules: every alert fires on its series and stays quiet on the others',
+  async () => {
+    const { ok, output } = await promtool('test');
+    console.log(`promtool test rules:\n${output}`);
+    expect(output.match(/SUCCESS/g)).toHaveLength(UNIT_TESTS.length);
+    expect(ok).toBe(true);
+  },
+);
 
 test('every alert has series that make it fire and series that must not', () => {
   const cases = UNIT_TESTS.flatMap((file) => {
@@ -102,7 +107,7 @@ function variant(alert: string, change: { expr?: (expr: string) => string; for?:
   return rule;
 }
 
-test.each([
+withPromtool.each([
   [
     'delivery lag read from every attempt, retries of a receiver that was down included',
     variant('TripsDeliveryLagHigh', { expr: (e) => e.replace('{attempt="first"}', '') }),
