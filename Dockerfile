@@ -91,6 +91,7 @@ COPY --from=dispatcher-install /workspace/packages/broker /app/packages/broker
 COPY --from=dispatcher-install /workspace/packages/contracts /app/packages/contracts
 COPY --from=dispatcher-install /workspace/packages/db /app/packages/db
 COPY --from=dispatcher-install /workspace/packages/runtime /app/packages/runtime
+COPY --from=dispatcher-install /workspace/packages/settings /app/packages/settings
 COPY --from=dispatcher-install /workspace/services/dispatcher /app/services/dispatcher
 WORKDIR /app/services/dispatcher
 USER 1000:1000

@@ -1,7 +1,8 @@
 import { formatTime, PRODUCT_NAME } from '@trips/contracts';
 import { describeDuration, formatDuration } from '@trips/runtime';
-import type { WebhookRow } from '@trips/db';
+import type { WebhookAttemptRow, WebhookRow } from '@trips/db';
 import type { NewOwnerNotice } from '@trips/db/owner-notices';
+import { describeAttempt } from '@trips/settings/attempt-words';
 
 export interface NoticeContext {
   /** Where owners manage webhooks. */
@@ -12,13 +13,24 @@ export interface NoticeContext {
 }
 
 /**
+ * The last error as the settings page says it (docs/wording.md: the same words wherever people
+ * read them): the webhook's latest failed attempt in the delivery log's words. The webhook row
+ * keeps only the failure class, an internal name, which is said only if that attempt is no longer kept.
+ */
+export function lastErrorWords(webhook: WebhookRow, latestFailure: WebhookAttemptRow | undefined): string {
+  return latestFailure ? describeAttempt(latestFailure) : (webhook.last_error ?? 'unknown');
+}
+
+/**
  * The e-mails owners get about a failing webhook. Plain text, written for an agency owner who may
- * not be a developer: which webhook, since when, the last error, and what to do. Never a secret.
+ * not be a developer: which webhook, since when, the last error (lastErrorWords), and what to do.
+ * Never a secret.
  */
 export function switchedOffNotice(
   webhook: WebhookRow,
   recipient: string,
   ctx: NoticeContext,
+  lastError: string,
 ): NewOwnerNotice {
   return {
     agencyId: webhook.agency_id,
@@ -31,7 +43,7 @@ export function switchedOffNotice(
       '',
       `It has not answered any delivery with a 2xx status since ${iso(webhook.failing_since)},`,
       `which is longer than ${formatDuration(ctx.failureWindowMs)}. We stopped sending it events at ${iso(webhook.disabled_at)}.`,
-      `Last error: ${webhook.last_error ?? 'unknown'}.`,
+      `Last error: ${lastError}.`,
       '',
       `Nothing is lost: GET /api/v1/events keeps every event for ${describeDuration(ctx.eventRetentionMs)}, so your system can`,
       'catch up from its last stored cursor once the endpoint works again.',
@@ -49,7 +61,12 @@ export function switchedOffNotice(
   };
 }
 
-export function failingNotice(webhook: WebhookRow, recipient: string, ctx: NoticeContext): NewOwnerNotice {
+export function failingNotice(
+  webhook: WebhookRow,
+  recipient: string,
+  ctx: NoticeContext,
+  lastError: string,
+): NewOwnerNotice {
   return {
     agencyId: webhook.agency_id,
     webhookId: webhook.id,
@@ -58,7 +75,7 @@ export function failingNotice(webhook: WebhookRow, recipient: string, ctx: Notic
     subject: `Webhook failing: ${webhook.url}`,
     body: [
       `Your webhook ${webhook.id} (${webhook.url}) has not answered any delivery with a 2xx status`,
-      `since ${iso(webhook.failing_since)}. Last error: ${webhook.last_error ?? 'unknown'}.`,
+      `since ${iso(webhook.failing_since)}. Last error: ${lastError}.`,
       '',
       'We keep retrying each delivery. If the endpoint still fails',
       `${formatDuration(ctx.failureWindowMs)} after it started failing, we switch the webhook off and tell you again.`,

@@ -3,10 +3,11 @@ import type { Database, WebhookRow } from '@trips/db';
 import { dropHeldDeliveries } from '@trips/db/held-deliveries';
 import { insertOwnerNotices } from '@trips/db/owner-notices';
 import { listOwnerEmails } from '@trips/db/users';
+import { listWebhookAttempts } from '@trips/db/webhook-attempts';
 import { switchOffFailingWebhooks, warnFailingWebhooks } from '@trips/db/webhooks';
 import type { Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
-import { failingNotice, switchedOffNotice, type NoticeContext } from './notices.ts';
+import { failingNotice, lastErrorWords, switchedOffNotice, type NoticeContext } from './notices.ts';
 
 /**
  * The durable switch-off policy (spec 3.3, D7), separate from the per-process breakers: a webhook
@@ -38,9 +39,12 @@ export async function enforceSwitchOff(
     for (const { webhook, notice } of owed) {
       const owners = await listOwnerEmails(trx, webhook.agency_id);
       if (owners.length === 0) logger.warn({ webhookId: webhook.id }, 'agency has no owner to tell');
+      // The latest failure as the settings page's delivery log picks it.
+      const [latestFailure] = await listWebhookAttempts(trx, webhook.id, { failedOnly: true, limit: 1 });
+      const lastError = lastErrorWords(webhook, latestFailure);
       await insertOwnerNotices(
         trx,
-        owners.map((owner) => notice(webhook, owner, ctx)),
+        owners.map((owner) => notice(webhook, owner, ctx, lastError)),
       );
     }
     for (const w of switchedOff) {

@@ -169,7 +169,13 @@ test('no 2xx for the window: warned at a third, switched off once, one e-mail pe
   expect(text).toContain(formatTime(new Date(deadSince)));
   // The signature separator "-- " (its space quoted-printable: =20), then the name.
   expect(text).toMatch(new RegExp(`^--(=20| )\r?\n${PRODUCT_NAME}\r?$`, 'm'));
-  expect(text).toContain('http_status (HTTP 500)');
+  // The last error as the settings page says it for that attempt, never the failure class.
+  const lastError = 'Last error: answered 500 Internal Server Error: only a 2xx answer counts as delivered.';
+  expect(text).toContain(lastError);
+  expect(text).not.toContain('http_status');
+  const warning = mailsTo(a.owners[0]!, 'Webhook failing')[0]!.raw.replace(/=\r?\n/g, '');
+  expect(warning).toContain(lastError);
+  expect(warning).not.toContain('http_status');
   expect(text).toContain(`tripctl webhook enable --id ${dead.id}`);
   expect(text).toContain('https://trips.example/settings');
   expect(text).toContain('keeps every event for 7 days'); // EVENT_RETENTION, not a fixed 30
