@@ -1,5 +1,6 @@
 import type { LogEntry, NextAttempt } from '@trips/settings';
 import { html, time, type SafeHtml } from '../html.ts';
+import { table, type Column } from './table.ts';
 
 // A webhook's delivery log: every attempt with what happened in words, when a failing delivery is
 // tried next, all or failed only, 50 at a time, each with a link to its details.
@@ -47,43 +48,33 @@ export function deliveryLog(webhookId: string, log: LogInput): SafeHtml {
     </p>`;
 }
 
+/** The log's columns; the result says what happened in words (attempt-words.ts). */
+const attemptColumns = (base: string): Column<LogEntry>[] => [
+  { heading: 'Time', cell: (a) => time(a.attempted_at) },
+  { heading: 'Event', cell: (a) => html`<code>${a.event_type}</code><br /><code>${a.event_id}</code>` },
+  { heading: 'Attempt', cell: (a) => a.attempt },
+  {
+    heading: 'Result',
+    cell: (a) =>
+      html`${
+          a.succeeded
+            ? html`<span class="state state-active">Delivered</span>`
+            : html`<span class="state state-failing">Failed</span>`
+        }
+        ${a.succeeded ? html`${a.status_code}` : a.reason} <span class="hint">(${a.duration_ms} ms)</span>`,
+  },
+  { heading: 'Next attempt', cell: (a) => nextCell(a.next) },
+  {
+    heading: 'Details',
+    unlabelled: true,
+    cell: (a) => html`<a href="${base}/attempts/${a.id}" aria-label="Details of attempt ${a.id}">Details</a>`,
+  },
+];
+
 function attemptsTable(base: string, log: LogInput): SafeHtml {
-  return html`<table class="stack">
-    <caption>
-      ${log.failedOnly ? 'Failed attempts' : 'Attempts'}, newest first${log.before ? ', older page' : ''}.
-    </caption>
-    <thead>
-      <tr>
-        <th scope="col">Time</th>
-        <th scope="col">Event</th>
-        <th scope="col">Attempt</th>
-        <th scope="col">Result</th>
-        <th scope="col">Next attempt</th>
-        <th scope="col">Details</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${log.attempts.map(
-        (a) =>
-          html`<tr>
-            <td data-label="Time">${time(a.attempted_at)}</td>
-            <td data-label="Event"><code>${a.event_type}</code><br /><code>${a.event_id}</code></td>
-            <td data-label="Attempt">${a.attempt}</td>
-            <td data-label="Result">
-              ${
-                a.succeeded
-                  ? html`<span class="state state-active">Delivered</span>`
-                  : html`<span class="state state-failing">Failed</span>`
-              }
-              ${a.succeeded ? html`${a.status_code}` : a.reason}
-              <span class="hint">(${a.duration_ms} ms)</span>
-            </td>
-            <td data-label="Next attempt">${nextCell(a.next)}</td>
-            <td>
-              <a href="${base}/attempts/${a.id}" aria-label="Details of attempt ${a.id}">Details</a>
-            </td>
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  return table(attemptColumns(base), log.attempts, {
+    className: 'stack',
+    caption: html`${log.failedOnly ? 'Failed attempts' : 'Attempts'}, newest
+    first${log.before ? ', older page' : ''}.`,
+  });
 }

@@ -4,6 +4,7 @@ import type { ApiKeyView, WebhookView } from '@trips/settings';
 import { html, time, type SafeHtml } from '../html.ts';
 import { percent } from './health-chart.ts';
 import { banners, checkboxes, csrfField, page, stateBadge, type Banner } from './layout.ts';
+import { table, type Column } from './table.ts';
 import { webhookFields, type WebhookDraft } from './webhook-form.ts';
 
 export function overviewPage(
@@ -49,86 +50,58 @@ export function overviewPage(
 }
 
 function keysTable(user: SessionUser, keys: ApiKeyView[]): SafeHtml {
-  return html`<table>
-    <caption>
-      Keys of ${user.agencyName}; a key itself is shown only when it is created.
-    </caption>
-    <thead>
-      <tr>
-        <th scope="col">Key</th>
-        <th scope="col">Scopes</th>
-        <th scope="col">Created</th>
-        <th scope="col">Last used</th>
-        <th scope="col">Actions</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${keys.map(
-        (key) =>
-          html`<tr>
-            <th scope="row"><code>${key.prefix}…</code>${key.name ? html`<br />${key.name}` : ''}</th>
-            <td data-label="Scopes">
-              ${
-                key.revoked_at
-                  ? html`${stateBadge('revoked')} ${time(key.revoked_at)}`
-                  : html`<form method="post" action="/settings/keys/${key.id}/scopes">
-                      ${csrfField(user)}
-                      ${checkboxes('scopes', `Scopes of ${key.prefix}…`, SCOPES, key.scopes)}
-                      <button type="submit" class="secondary">Save scopes</button>
-                    </form>`
-              }
-            </td>
-            <td data-label="Created">${time(key.created_at)}</td>
-            <td data-label="Last used">${time(key.last_used_at, 'never')}</td>
-            <td data-label="Actions">
-              ${
-                key.revoked_at
-                  ? ''
-                  : html`<form method="post" action="/settings/keys/${key.id}/revoke">
-                      ${csrfField(user)}<button
-                        type="submit"
-                        class="danger"
-                        aria-label="Revoke key ${key.prefix}…"
-                      >
-                        Revoke
-                      </button>
-                    </form>`
-              }
-            </td>
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  const columns: Column<ApiKeyView>[] = [
+    {
+      heading: 'Key',
+      namesRow: true,
+      cell: (key) => html`<code>${key.prefix}…</code>${key.name ? html`<br />${key.name}` : ''}`,
+    },
+    {
+      heading: 'Scopes',
+      cell: (key) =>
+        key.revoked_at
+          ? html`${stateBadge('revoked')} ${time(key.revoked_at)}`
+          : html`<form method="post" action="/settings/keys/${key.id}/scopes">
+              ${csrfField(user)} ${checkboxes('scopes', `Scopes of ${key.prefix}…`, SCOPES, key.scopes)}
+              <button type="submit" class="secondary">Save scopes</button>
+            </form>`,
+    },
+    { heading: 'Created', cell: (key) => time(key.created_at) },
+    { heading: 'Last used', cell: (key) => time(key.last_used_at, 'never') },
+    {
+      heading: 'Actions',
+      cell: (key) =>
+        key.revoked_at
+          ? ''
+          : html`<form method="post" action="/settings/keys/${key.id}/revoke">
+              ${csrfField(user)}<button type="submit" class="danger" aria-label="Revoke key ${key.prefix}…">
+                Revoke
+              </button>
+            </form>`,
+    },
+  ];
+  return table(columns, keys, {
+    caption: html`Keys of ${user.agencyName}; a key itself is shown only when it is created.`,
+  });
 }
 
 function webhooksTable(webhooks: WebhookView[], rates: Map<string, number | null>): SafeHtml {
-  return html`<table>
-    <thead>
-      <tr>
-        <th scope="col">Endpoint</th>
-        <th scope="col">Events</th>
-        <th scope="col">State</th>
-        <th scope="col">Delivered, 24 h</th>
-        <th scope="col">Last success</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${webhooks.map(
-        (w) =>
-          html`<tr>
-            <th scope="row">
-              <a href="/settings/webhooks/${w.id}" class="mono">${w.url}</a>${
-                w.description ? html`<br />${w.description}` : ''
-              }
-            </th>
-            <td data-label="Events">
-              ${w.events.length === EVENT_TYPE_NAMES.length ? 'all events' : w.events.join(', ')}
-            </td>
-            <td data-label="State">${stateBadge(w.state)}</td>
-            <td data-label="Delivered, 24 h">${percent(rates.get(w.id) ?? null)}</td>
-            <td data-label="Last success">${time(w.last_success_at, 'never')}</td>
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  const columns: Column<WebhookView>[] = [
+    {
+      heading: 'Endpoint',
+      namesRow: true,
+      cell: (w) =>
+        html`<a href="/settings/webhooks/${w.id}" class="mono">${w.url}</a>${
+            w.description ? html`<br />${w.description}` : ''
+          }`,
+    },
+    {
+      heading: 'Events',
+      cell: (w) => (w.events.length === EVENT_TYPE_NAMES.length ? 'all events' : w.events.join(', ')),
+    },
+    { heading: 'State', cell: (w) => stateBadge(w.state) },
+    { heading: 'Delivered, 24 h', cell: (w) => percent(rates.get(w.id) ?? null) },
+    { heading: 'Last success', cell: (w) => time(w.last_success_at, 'never') },
+  ];
+  return table(columns, webhooks);
 }
