@@ -1,0 +1,106 @@
+// scripts/promtool.sh and scripts/browser.sh where their tool is missing and cannot be installed
+// (not root, as on a laptop): outside CI its tests skip, in one line saying which and how to have
+// them; in CI the run fails. Run as an unprivileged user (nobody) when the test runs as root, with a
+// PATH that has no promtool and a CHROMIUM_PATH that names no file (Debian machines have the default).
+import { execFile, execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const NOBODY = '65534';
+let bin: string;
+
+const which = (tool: string) =>
+  execFileSync('bash', ['-c', `command -v ${tool} || true`], { encoding: 'utf8' }).trim();
+
+beforeAll(() => {
+  // What the scripts run, and apt-get so that the missing root alone is why they cannot install.
+  bin = mkdtempSync(join(tmpdir(), 'trips-laptop-tools-'));
+  chmodSync(bin, 0o755);
+  for (const tool of ['bash', 'id', 'apt-get']) {
+    const path = which(tool);
+    if (path) symlinkSync(path, join(bin, tool));
+  }
+});
+
+afterAll(() => rmSync(bin, { recursive: true, force: true }));
+
+/** A script on standard input (readable whoever runs it), as nobody when we are root. */
+function runScript(name: string, env: Record<string, string>): Promise<{ code: number; stderr: string }> {
+  const script = readFileSync(fileURLToPath(new URL(`../../scripts/${name}`, import.meta.url)), 'utf8');
+  const asRoot = process.getuid?.() === 0;
+  const [command, args] = asRoot
+    ? [
+        which('setpriv'),
+        [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', join(bin, 'bash'), '-s'],
+      ]
+    : [join(bin, 'bash'), ['-s']];
+  return new Promise((resolve) => {
+    const child = execFile(
+      command,
+      args,
+      { cwd: bin, env: { PATH: bin, ...env }, timeout: 30_000 },
+      (error, _stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stderr }),
+    );
+    child.stdin!.end(script);
+  });
+}
+
+describe('promtool.sh', () => {
+  const promtoolScript = (env: Record<string, string>) => runScript('promtool.sh', env);
+
+  test('not CI: exit 3, on which test.sh skips the promtool tests, and one line saying which and how', async () => {
+    expect(await promtoolScript({})).toEqual({
+      code: 3,
+      stderr:
+        'promtool: promtool is missing, so test/monitoring/alerts.test.ts skips its promtool tests ' +
+        "(check rules, test rules, the naive rules); to run them, install Debian's prometheus package " +
+        '(apt-get install prometheus, as root) or set PROMTOOL to a promtool\n',
+    });
+  });
+
+  test('CI: exit 1, never a skip', async () => {
+    const ran = await promtoolScript({ CI: 'true' });
+    expect(ran.code).toBe(1);
+    expect(ran.stderr).toMatch(/^promtool: promtool is missing, and CI never skips the alert rules' tests: /);
+  });
+
+  test('a PROMTOOL that is missing is named in the line', async () => {
+    const ran = await promtoolScript({ PROMTOOL: '/opt/prometheus/promtool' });
+    expect(ran.code).toBe(3);
+    expect(ran.stderr).toContain('promtool: /opt/prometheus/promtool is missing, so ');
+  });
+});
+
+describe('browser.sh', () => {
+  // In place of the default /usr/bin/chromium, which Debian machines have.
+  const missing = () => join(bin, 'chromium');
+  const browserScript = (env: Record<string, string>) =>
+    runScript('browser.sh', { CHROMIUM_PATH: missing(), ...env });
+
+  test('not CI: exit 3, on which test.sh skips the browser tests, and one line saying which and how', async () => {
+    expect(await browserScript({})).toEqual({
+      code: 3,
+      stderr:
+        `browser: ${missing()} is missing, so services/api/test/settings-browser.test.ts and ` +
+        "settings-narrow.test.ts skip their browser tests; to run them, install Debian's chromium " +
+        '(apt-get install chromium, as root) or set CHROMIUM_PATH to a Chromium\n',
+    });
+  });
+
+  test('CI: exit 1, never a skip', async () => {
+    const ran = await browserScript({ CI: 'true' });
+    expect(ran.code).toBe(1);
+    expect(ran.stderr).toMatch(
+      /^browser: \S+ is missing, and CI never skips the settings page's browser tests: /,
+    );
+  });
+
+  test('a CHROMIUM_PATH that is missing is named in the line', async () => {
+    const snapshot = join(bin, 'chrome-linux', 'chrome');
+    const ran = await browserScript({ CHROMIUM_PATH: snapshot });
+    expect(ran.code).toBe(3);
+    expect(ran.stderr).toContain(`browser: ${snapshot} is missing, so `);
+  });
+});
