@@ -5,6 +5,7 @@ export { createTestCa, type TestCa } from './tls.ts';
 export { startReceiver, type TestReceiver, type ReceivedRequest, type Answer } from './receiver.ts';
 export { startSmtp, type TestSmtp, type ReceivedMail } from './smtp.ts';
 export { LogCapture } from './logs.ts';
+export { sample, scrapeMetrics } from './metrics.ts';
 export { verifySignature } from './signature.ts';
 export {
   createActivity,
