@@ -13,6 +13,7 @@ export {
   type Topology,
 } from './topology.ts';
 export {
+  capturedAtOf,
   deliveryMessageProperties,
   eventMessageProperties,
   type RecordedEvent,

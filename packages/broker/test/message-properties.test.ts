@@ -1,5 +1,5 @@
 import type { DeliveryMessage } from '@trips/contracts';
-import { deliveryMessageProperties, eventMessageProperties } from '../src/index.ts';
+import { capturedAtOf, deliveryMessageProperties, eventMessageProperties } from '../src/index.ts';
 
 test("an event message carries the event's id, type, time and agency, persistent", () => {
   const createdAt = new Date('2026-03-01T10:00:00.750Z');
@@ -31,4 +31,30 @@ test("a delivery message carries its event's id and type and its webhook, persis
     type: 'trip.created',
     headers: { webhook_id: 'whk_1' },
   });
+});
+
+test('the capture time of the event’s change travels as a header, read back as the same instant', () => {
+  const capturedAt = new Date('2026-03-01T09:59:58.125Z');
+  const event = eventMessageProperties({
+    id: 'evt_1',
+    type: 'trip.created',
+    agency_id: 'agy_1',
+    created_at: new Date('2026-03-01T10:00:00.750Z'),
+    captured_at: capturedAt,
+  });
+  expect(event.headers).toEqual({ agency_id: 'agy_1', captured_at: '2026-03-01T09:59:58.125Z' });
+  expect(capturedAtOf(event.headers)).toEqual(capturedAt);
+  const delivery = { webhook_id: 'whk_1', event: { id: 'evt_1', type: 'trip.created' } } as DeliveryMessage;
+  const retry = deliveryMessageProperties(delivery, capturedAtOf(event.headers));
+  expect(retry.headers).toEqual({ webhook_id: 'whk_1', captured_at: '2026-03-01T09:59:58.125Z' });
+  expect(capturedAtOf(retry.headers)).toEqual(capturedAt);
+});
+
+test('a message without a capture time, or with one that is no time, has none: nothing is guessed', () => {
+  const event = { id: 'evt_1', type: 'trip.created', agency_id: 'agy_1', created_at: new Date() };
+  expect(eventMessageProperties({ ...event, captured_at: null }).headers).toEqual({ agency_id: 'agy_1' });
+  expect(capturedAtOf(eventMessageProperties(event).headers)).toBeUndefined();
+  expect(capturedAtOf(undefined)).toBeUndefined();
+  expect(capturedAtOf({ captured_at: 'yesterday' })).toBeUndefined();
+  expect(capturedAtOf({ captured_at: 1_772_000_000_000 })).toBeUndefined();
 });
