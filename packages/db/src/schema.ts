@@ -181,6 +181,8 @@ export interface EventsUnpublishedTable {
   object_id: string;
   data: ColumnType<Record<string, unknown>, string, string>;
   created_at: Timestamp;
+  /** When its change was captured (a group's first change); null when not known (migration 0020). */
+  captured_at: Timestamp | null;
 }
 
 /** Pending *.updated events, one per object. */
@@ -258,6 +260,8 @@ export interface HeldDeliveriesTable {
   not_before: Timestamp | null;
   /** While in the future, one dispatcher is attempting it. */
   claimed_until: Timestamp | null;
+  /** When its event's change was captured, for the lag metrics; null when not known (migration 0020). */
+  captured_at: Timestamp | null;
 }
 
 export interface OwnerNoticesTable {

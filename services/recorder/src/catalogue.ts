@@ -27,6 +27,8 @@ export type Effect =
       objectType: EventObjectType;
       objectId: string;
       data: Row;
+      /** When the change was captured in its writer's transaction; kept with the event (metrics). */
+      at: Date;
     }
   | { kind: 'group'; agencyId: string; objectType: EventObjectType; objectId: string; at: Date }
   | { kind: 'drop'; objectType: EventObjectType; objectId: string };
@@ -179,6 +181,7 @@ export function classify(change: Change): Effect[] {
           objectType,
           objectId,
           data,
+          at: change.at,
         });
       }
     }

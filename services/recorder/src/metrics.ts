@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
+import { EVENT_TYPES, isEventType } from '@trips/contracts';
 import type { Database } from '@trips/db';
-import type { StoredEvent } from '@trips/db/events';
+import type { StoredEvent, UnpublishedEvent } from '@trips/db/events';
 import { Counter, Gauge, Histogram, LAG_BUCKETS, secondsSince, type Registry } from '@trips/runtime';
 
 /** What the recorder's metrics need of a batch that committed (recorder.ts, BatchResult). */
@@ -43,11 +44,21 @@ export function recorderMetrics(registry: Registry, db: Kysely<Database>) {
     buckets: LAG_BUCKETS,
     registers,
   });
-  // An event carries its recording time (created_at) to the publisher and to every delivery; the
-  // change's capture time stays in the outbox row, deleted when the event is recorded.
+  // An event carries its recording time (created_at) to the publisher and to every delivery.
   const recordToPublish = new Histogram({
     name: 'trips_event_record_to_publish_seconds',
     help: 'From an event recorded (its created_at) to RabbitMQ confirming it into a queue.',
+    buckets: LAG_BUCKETS,
+    registers,
+  });
+  // The capture time goes with the event too, in its events_unpublished row (whichever replica
+  // publishes it, after a crash too) and then in its message's headers, to the dispatcher's
+  // capture → delivery. A grouped event waits for its group by design (EVENT_GROUP_QUIET, up to
+  // EVENT_GROUP_MAX): `grouped` keeps that wait apart from the platform's own lag.
+  const captureToPublish = new Histogram({
+    name: 'trips_change_capture_to_publish_seconds',
+    help: 'From a change captured in its writer’s transaction to RabbitMQ confirming its event into a queue; for a grouped *.updated event (grouped="true"), from the earliest change of its group, so the grouping wait is in it.',
+    labelNames: ['grouped'] as const,
     buckets: LAG_BUCKETS,
     registers,
   });
@@ -81,10 +92,21 @@ export function recorderMetrics(registry: Registry, db: Kysely<Database>) {
       for (const change of batch.captured) captureToRecord.observe(secondsSince(change.created_at, nowMs));
       for (const e of batch.events) recorded.inc({ type: e.type });
     },
-    /** RabbitMQ confirmed these events and the batch that forgets them committed. */
-    eventsPublished(events: readonly StoredEvent[], nowMs = Date.now()): void {
+    /**
+     * RabbitMQ confirmed these events and the batch that forgets them committed. An event whose
+     * capture time is not known (recorded by a version before migration 0020) is left out of
+     * capture → publish rather than guessed.
+     */
+    eventsPublished(events: readonly UnpublishedEvent[], nowMs = Date.now()): void {
       published.inc(events.length);
-      for (const e of events) recordToPublish.observe(secondsSince(e.created_at, nowMs));
+      for (const e of events) {
+        recordToPublish.observe(secondsSince(e.created_at, nowMs));
+        if (e.captured_at)
+          captureToPublish.observe({ grouped: groupedLabel(e.type) }, secondsSince(e.captured_at, nowMs));
+      }
     },
   };
 }
+
+/** Whether an event's type waits for its group (`*.updated`): a label of two values. */
+const groupedLabel = (type: string) => String(isEventType(type) && EVENT_TYPES[type].grouped);

@@ -9,7 +9,7 @@ import {
   markPublished,
   takeUnpublished,
   unpublishedHead,
-  type StoredEvent,
+  type UnpublishedEvent,
 } from '@trips/db/events';
 import { begin, commit, onOneConnection, rollback, runScript } from '@trips/db/script';
 import { atMostEvery, tracing, type Logger } from '@trips/runtime';
@@ -49,7 +49,7 @@ export interface PublisherOptions {
   batchSize: number;
   publishTimeoutMs: number;
   /** Told of the events RabbitMQ took, once the batch that forgets them has committed (metrics). */
-  onPublished?: (events: readonly StoredEvent[]) => void;
+  onPublished?: (events: readonly UnpublishedEvent[]) => void;
 }
 
 /**
@@ -58,10 +58,12 @@ export interface PublisherOptions {
  * One replica publishes at a time (PUBLISH_LOCK, tried without waiting), in seq order. A batch's
  * rows leave events_unpublished only in the transaction that saw every confirm, so a crash or a
  * broker outage in between republishes them later with the same event ids: at least once,
- * duplicates carry the same id (spec 6.5). While the broker is away the channel wrapper reconnects
- * and the batch fails after publishTimeoutMs, to be tried again. A channel RabbitMQ closes while the
- * connection lives (the exchange declared with another type, 406) is replaced after a pause, by
- * RecoveringChannel, as the dispatcher's are.
+ * duplicates carry the same id (spec 6.5). Each message carries the capture time of its event's
+ * change, which the row keeps, in a header (@trips/broker's message-properties.ts), republished
+ * ones too. While the broker is away the channel wrapper reconnects and the batch fails after
+ * publishTimeoutMs, to be tried again. A channel RabbitMQ closes while the connection lives (the
+ * exchange declared with another type, 406) is replaced after a pause, by RecoveringChannel, as
+ * the dispatcher's are.
  *
  * The dispatcher's events queue is bounded (@trips/broker's topology.ts): when it is full,
  * RabbitMQ refuses (nacks) the publishes. Refused events stay unpublished and go again in the
@@ -182,13 +184,13 @@ export class Publisher {
       return 0;
     }
     const window = this.window;
-    const taken = await takeUnpublished(conn, window, head as StoredEvent[]);
+    const taken = await takeUnpublished(conn, window, head as UnpublishedEvent[]);
     // Quiet agencies' events first, to the express queue: they never wait behind an import.
     const express = quietAgencyEvents(taken, window);
     const events = [...taken.filter((e) => express.has(e)), ...taken.filter((e) => !express.has(e))];
     this.returned.clear();
     const tracer = tracing.tracer;
-    const publish = (e: StoredEvent) => {
+    const publish = (e: UnpublishedEvent) => {
       const exchange = express.has(e) ? this.options.expressExchange : this.options.exchange;
       const properties = {
         ...eventMessageProperties(e),
@@ -236,7 +238,7 @@ export class Publisher {
     return routed.length;
   }
 
-  private logBatch(routed: StoredEvent[]): void {
+  private logBatch(routed: UnpublishedEvent[]): void {
     for (const e of routed) this.logger.debug({ eventId: e.id, seq: e.seq, type: e.type }, 'published');
     this.logger.info(
       {

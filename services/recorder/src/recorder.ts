@@ -42,8 +42,8 @@ export function planBatch(effects: Effect[]): {
   const groups = new Map<string, { drop: boolean; touch?: GroupTouch }>();
   for (const effect of effects) {
     if (effect.kind === 'emit') {
-      const { type, agencyId, objectType, objectId, data } = effect;
-      events.push({ type, agencyId, objectType, objectId, data });
+      const { type, agencyId, objectType, objectId, data, at } = effect;
+      events.push({ type, agencyId, objectType, objectId, data, capturedAt: at });
       continue;
     }
     const key = `${effect.objectType}:${effect.objectId}`;

@@ -18,6 +18,7 @@ import * as deliveryTargetChanges from './0016_delivery_target_changes.ts';
 import * as recordEventsFunction from './0017_record_events.ts';
 import * as attemptDetails from './0018_attempt_details.ts';
 import * as shownOnce from './0019_shown_once.ts';
+import * as captureTimes from './0020_capture_times.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -43,6 +44,7 @@ export const migrations: Record<string, Migration> = {
   '0017_record_events': recordEventsFunction,
   '0018_attempt_details': attemptDetails,
   '0019_shown_once': shownOnce,
+  '0020_capture_times': captureTimes,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -12,6 +12,11 @@ export interface NewEvent {
   objectType: EventObjectType;
   objectId: string;
   data: Record<string, unknown>;
+  /**
+   * When the change that made it was captured in its writer's transaction (the outbox row's
+   * created_at), kept until the event is published, for the lag metrics.
+   */
+  capturedAt: Date;
 }
 
 export interface StoredEvent {
@@ -25,17 +30,27 @@ export interface StoredEvent {
   created_at: Date;
 }
 
+/** A recorded event waiting to be published (events_unpublished), as the publisher takes it. */
+export interface UnpublishedEvent extends StoredEvent {
+  /**
+   * When its change was captured in its writer's transaction; for a `*.updated` event, its group's
+   * first change. Null for an event recorded by a version before migration 0020.
+   */
+  captured_at: Date | null;
+}
+
 /**
  * Records events in the order given, then one `<object>.updated` for each group now due (oldest
- * due first, at most `dueGroups`; groups.ts), each also queued for publishing: a script's
- * statement, whose rows are the stored events. In the same script, drop and touch the batch's
- * groups before it, so a group this batch supersedes or extends is not taken as due.
+ * due first, at most `dueGroups`; groups.ts), each also queued for publishing with the time its
+ * change was captured (for a group's event, its first change's): a script's statement, whose rows
+ * are the queued events. In the same script, drop and touch the batch's groups before it, so a
+ * group this batch supersedes or extends is not taken as due.
  *
- * The statement is the function record_events (migration 0017), which keeps its plan for the
- * session: sent as text, it was parsed and planned anew for every batch. What it does: it takes
- * (deletes) the groups due now by the database's clock, oldest due first, then numbers the given
- * events and the groups' in that order, records them in `events`, queues them in
- * `events_unpublished`, and answers the queued rows.
+ * The statement is the function record_events (migration 0017; 0020 added the capture times),
+ * which keeps its plan for the session: sent as text, it was parsed and planned anew for every
+ * batch. What it does: it takes (deletes) the groups due now by the database's clock, oldest due
+ * first, then numbers the given events and the groups' in that order, records them in `events`,
+ * queues them in `events_unpublished`, and answers the queued rows.
  *
  * The caller must hold RECORD_LOCK (advisory-locks.ts): seq values are taken only under that lock and the
  * holder commits before the next takes any, so events become visible in seq order, which is what
@@ -45,13 +60,14 @@ export interface StoredEvent {
  */
 export function recordEvents(events: readonly NewEvent[], options: { dueGroups: number }): Statement {
   return CompiledQuery.raw(
-    'SELECT * FROM record_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int)',
+    'SELECT * FROM record_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::int)',
     [
       events.map((e) => e.agencyId),
       events.map((e) => e.type),
       events.map((e) => e.objectType),
       events.map((e) => e.objectId),
       events.map((e) => JSON.stringify(e.data)),
+      events.map((e) => e.capturedAt.toISOString()),
       options.dueGroups,
     ],
   );
@@ -128,9 +144,9 @@ export async function dropExpiredEventPartitions(trx: Db, cutoff: Date): Promise
 export async function takeUnpublished(
   db: Db,
   limit: number,
-  head?: readonly StoredEvent[],
-): Promise<StoredEvent[]> {
-  return takeRoundRobin<StoredEvent>(db, UNPUBLISHED, limit, head);
+  head?: readonly UnpublishedEvent[],
+): Promise<UnpublishedEvent[]> {
+  return takeRoundRobin<UnpublishedEvent>(db, UNPUBLISHED, limit, head);
 }
 
 const UNPUBLISHED = { table: 'events_unpublished', order: 'seq' } as const;

@@ -14,6 +14,8 @@ export interface HeldDelivery {
   id: number;
   /** The DeliveryMessage as it was held. */
   delivery: unknown;
+  /** When its event's change was captured, for the lag metrics; undefined when not known. */
+  capturedAt: Date | undefined;
 }
 
 interface NewHeldDelivery {
@@ -21,6 +23,8 @@ interface NewHeldDelivery {
   delivery: unknown;
   /** Not to be attempted before this; absent: as soon as the webhook has room. */
   notBefore?: Date;
+  /** When its event's change was captured (migration 0020); absent when not known. */
+  capturedAt?: Date;
 }
 
 /** Puts deliveries in their webhooks' lanes, in one statement (the dispatcher batches them). */
@@ -31,14 +35,16 @@ export async function holdDeliveries(db: Db, rows: readonly NewHeldDelivery[]): 
       rows.map((r) => r.webhookId),
       rows.map((r) => JSON.stringify(r.delivery)),
       rows.map((r) => r.notBefore ?? null),
+      rows.map((r) => r.capturedAt ?? null),
     ]),
   );
 }
 
 const HOLD = `/* prepared: hold_deliveries */
-    INSERT INTO held_deliveries (webhook_id, delivery, not_before)
-    SELECT webhook_id, delivery::jsonb, not_before
-      FROM unnest($1::text[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS h(webhook_id, delivery, not_before, ord)
+    INSERT INTO held_deliveries (webhook_id, delivery, not_before, captured_at)
+    SELECT webhook_id, delivery::jsonb, not_before, captured_at
+      FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[])
+           WITH ORDINALITY AS h(webhook_id, delivery, not_before, captured_at, ord)
      ORDER BY ord`;
 
 /**
@@ -55,10 +61,14 @@ export async function claimHeldDeliveries(
   leaseMs: number,
   afterId = 0,
 ): Promise<HeldDelivery[]> {
-  const result = await db.executeQuery<{ id: string; delivery: unknown }>(
+  const result = await db.executeQuery<{ id: string; delivery: unknown; captured_at: Date | null }>(
     CompiledQuery.raw(CLAIM, [webhookId, limit, leaseMs / 1000, afterId]),
   );
-  return result.rows.map((r) => ({ id: Number(r.id), delivery: r.delivery }));
+  return result.rows.map((r) => ({
+    id: Number(r.id),
+    delivery: r.delivery,
+    capturedAt: r.captured_at ?? undefined,
+  }));
 }
 
 const CLAIM = `/* prepared: claim_held_deliveries */
@@ -69,7 +79,7 @@ const CLAIM = `/* prepared: claim_held_deliveries */
                AND (not_before IS NULL OR not_before <= now())
              ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED) c
      WHERE h.id = c.id
-    RETURNING h.id, h.delivery`;
+    RETURNING h.id, h.delivery, h.captured_at`;
 
 /** Deletes held deliveries whose attempt is done with (recorded, and any retry confirmed). */
 export async function releaseHeldDeliveries(db: Db, ids: readonly number[]): Promise<void> {
