@@ -1,5 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
-import { deliveryMessageProperties, type Topology } from '@trips/broker';
+import { capturedAtOf, deliveryMessageProperties, type Topology } from '@trips/broker';
 import { isTestEventId, isValid, type DeliveryMessage } from '@trips/contracts';
 import type { DeliveryTarget } from '@trips/db/webhooks';
 import { atMostEvery, tracing, type Carrier, type Logger } from '@trips/runtime';
@@ -8,7 +8,7 @@ import { parseContent, type Disposition, type Publisher } from './consumer.ts';
 import type { AttemptResult, Sender } from './sender.ts';
 import type { DeferReason, Endpoints } from './endpoints.ts';
 import { nextRetry } from './schedule.ts';
-import type { DeliveryStore } from './store.ts';
+import type { DeliveryStore, HoldOptions } from './store.ts';
 import type { Outcome } from './outcome.ts';
 import { headersOf, traceAttempt } from './tracing.ts';
 
@@ -22,8 +22,8 @@ export interface DelivererDeps {
   policy: DeliveryPolicy;
   topology: Topology;
   logger: Logger;
-  /** Told about every outcome (metrics, tests). */
-  onOutcome?: (outcome: Outcome, delivery: DeliveryMessage, source: Source) => void;
+  /** Told about every outcome (metrics, tests), with the capture time of the event's change when known. */
+  onOutcome?: (outcome: Outcome, delivery: DeliveryMessage, source: Source, capturedAt?: Date) => void;
 }
 
 /**
@@ -35,17 +35,23 @@ export type Source = 'fan_out' | 'deliveries_queue' | 'lane';
 
 /** What the deliverer needs of the webhook lanes (lanes.ts). */
 export interface LaneEntry {
-  /** Puts the delivery in its webhook's lane (not to be tried before `notBefore`); resolves once committed. */
-  hold(delivery: DeliveryMessage, notBefore?: Date): Promise<void>;
+  /** Puts the delivery in its webhook's lane; resolves once committed. */
+  hold(delivery: DeliveryMessage, options?: HoldOptions): Promise<void>;
 }
 
 export interface Deliverer {
-  /** One attempt of the delivery to its webhook as just read (undefined: the webhook is gone). */
+  /**
+   * One attempt of the delivery to its webhook as just read (undefined: the webhook is gone).
+   * `capturedAt`, when its event's change was captured (from the message's headers or the lane's
+   * row), goes with a retry or a hold, so the lag from the writer's commit is observed whenever the
+   * 2xx comes; absent when not known (nothing is observed then).
+   */
   attempt(
     delivery: DeliveryMessage,
     target: DeliveryTarget | undefined,
     publisher: Publisher,
     source: Source,
+    capturedAt?: Date,
   ): Promise<Outcome>;
   /** Handles a message of the deliveries queue: a retry whose delay has passed. */
   handle(message: ConsumeMessage, publisher: Publisher): Promise<Disposition>;
@@ -65,8 +71,8 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
   const { store, sender, endpoints, lanes, policy, topology, logger } = deps;
   const refusedRetryNoticeDue = atMostEvery(60_000);
 
-  const publish = (publisher: Publisher, queue: string, delivery: DeliveryMessage) => {
-    const properties = deliveryMessageProperties(delivery);
+  const publish = (publisher: Publisher, queue: string, delivery: DeliveryMessage, capturedAt?: Date) => {
+    const properties = deliveryMessageProperties(delivery, capturedAt);
     // Tracing on: the retry carries the failed attempt's context through its delay queue.
     tracing.tracer?.injectActive(properties.headers as Carrier);
     return publisher.publish('', queue, Buffer.from(JSON.stringify(delivery)), properties);
@@ -108,6 +114,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     delivery: DeliveryMessage,
     result: AttemptResult,
     publisher: Publisher,
+    capturedAt: Date | undefined,
   ): Promise<Outcome> => {
     await record(delivery, result);
     const retry = nextRetry(policy, delivery.attempt, delivery.first_failed_at, result.at.getTime());
@@ -117,7 +124,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     const { busy_deferrals: _, ...rest } = delivery;
     const next = { ...rest, attempt: delivery.attempt + 1, first_failed_at: retry.firstFailedAt };
     try {
-      await publish(publisher, topology.retryQueue(retry.delayMs), next);
+      await publish(publisher, topology.retryQueue(retry.delayMs), next, capturedAt);
     } catch (error) {
       // The delay queue is full (or the channel went): the retry waits out its delay in its lane.
       if (refusedRetryNoticeDue())
@@ -125,18 +132,18 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
           { err: error, webhookId: delivery.webhook_id },
           'retry not queued; held in its lane instead',
         );
-      await lanes.hold(next, new Date(result.at.getTime() + retry.delayMs));
+      await lanes.hold(next, { notBefore: new Date(result.at.getTime() + retry.delayMs), capturedAt });
     }
     return { kind: 'retry_scheduled', result, delayMs: retry.delayMs };
   };
 
-  const handleHeld = async (delivery: DeliveryMessage, reason: DeferReason) => {
+  const handleHeld = async (delivery: DeliveryMessage, reason: DeferReason, capturedAt: Date | undefined) => {
     // Not an attempt: nothing was sent, so the attempt number and the window stay as they were.
-    await lanes.hold(delivery);
+    await lanes.hold(delivery, { capturedAt });
     return { kind: 'held', reason } as const;
   };
 
-  const attemptOnce: Deliverer['attempt'] = async (delivery, target, publisher, source) => {
+  const attemptOnce: Deliverer['attempt'] = async (delivery, target, publisher, source, capturedAt) => {
     let outcome = prepare(delivery, target);
     if (!outcome) {
       const guarded = await endpoints.run(
@@ -148,18 +155,18 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
         outcome =
           source === 'lane'
             ? { kind: 'deferred', reason: guarded.deferred }
-            : await handleHeld(delivery, guarded.deferred);
+            : await handleHeld(delivery, guarded.deferred, capturedAt);
       } else if (guarded.attempted.error === null) outcome = await handleSuccess(delivery, guarded.attempted);
-      else outcome = await handleFailure(delivery, guarded.attempted, publisher);
+      else outcome = await handleFailure(delivery, guarded.attempted, publisher, capturedAt);
     }
     log(logger, delivery, outcome);
-    deps.onOutcome?.(outcome, delivery, source);
+    deps.onOutcome?.(outcome, delivery, source, capturedAt);
     return outcome;
   };
-  const attempt: Deliverer['attempt'] = (delivery, target, publisher, source) => {
+  const attempt: Deliverer['attempt'] = (delivery, target, publisher, source, capturedAt) => {
+    const once = () => attemptOnce(delivery, target, publisher, source, capturedAt);
     const tracer = tracing.tracer;
-    if (!tracer) return attemptOnce(delivery, target, publisher, source);
-    return traceAttempt(tracer, delivery, source, () => attemptOnce(delivery, target, publisher, source));
+    return tracer ? traceAttempt(tracer, delivery, source, once) : once();
   };
 
   return {
@@ -171,7 +178,8 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
         return 'park';
       }
       const target = await store.target(delivery.webhook_id);
-      const run = () => attempt(delivery, target, publisher, 'deliveries_queue');
+      const capturedAt = capturedAtOf(message.properties.headers as Record<string, unknown> | undefined);
+      const run = () => attempt(delivery, target, publisher, 'deliveries_queue', capturedAt);
       // Tracing on: the attempt continues the trace of the attempt that scheduled this retry.
       const tracer = tracing.tracer;
       await (tracer ? tracer.withCarried(delivery.event.id, headersOf(message), run) : run());

@@ -1,4 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
+import { capturedAtOf } from '@trips/broker';
 import { isValid, type EventMessage } from '@trips/contracts';
 import { tracing, type Logger } from '@trips/runtime';
 import { parseContent, type Disposition, type Publisher } from './consumer.ts';
@@ -25,8 +26,15 @@ export function fanOutHandler(deps: {
   logger: Logger;
 }) {
   const { store, deliverer, logger } = deps;
-  /** Every first attempt of the event; answers how many webhooks it went to. */
-  const fanOut = async ({ agency_id: agencyId, event }: EventMessage, publisher: Publisher) => {
+  /**
+   * Every first attempt of the event; answers how many webhooks it went to. `capturedAt` (the
+   * message's header) goes with each delivery, into its retries and its lane (lag metrics).
+   */
+  const fanOut = async (
+    { agency_id: agencyId, event }: EventMessage,
+    publisher: Publisher,
+    capturedAt: Date | undefined,
+  ) => {
     const targets = await store.subscribed(agencyId, event.type);
     // Every attempt runs to its end before the event is settled, even when one of them failed to
     // record: the event must not come back while its attempts are still going out.
@@ -44,6 +52,7 @@ export function fanOutHandler(deps: {
           target,
           publisher,
           'fan_out',
+          capturedAt,
         ),
       ),
     );
@@ -58,9 +67,11 @@ export function fanOutHandler(deps: {
       logger.error({ messageId: message.properties.messageId }, 'malformed event message parked');
       return 'park';
     }
+    const capturedAt = capturedAtOf(message.properties.headers as Record<string, unknown> | undefined);
+    const run = () => fanOut(body, publisher, capturedAt);
     const tracer = tracing.tracer;
-    if (tracer) await traceFanOut(tracer, message, body, () => fanOut(body, publisher));
-    else await fanOut(body, publisher);
+    if (tracer) await traceFanOut(tracer, message, body, run);
+    else await run();
     return 'ack';
   };
 }

@@ -5,7 +5,7 @@ import { atMostEvery, Loop, type Logger } from '@trips/runtime';
 import type { Publisher } from './consumer.ts';
 import type { Deliverer, LaneEntry } from './deliverer.ts';
 import type { Endpoints } from './endpoints.ts';
-import type { DeliveryStore } from './store.ts';
+import type { DeliveryStore, HoldOptions } from './store.ts';
 
 export interface LaneOptions {
   /** A claim lasts this long; a dispatcher that dies leaves its claims to expire, then another takes them. */
@@ -92,8 +92,8 @@ export class Lanes implements LaneEntry {
     this.scan.start();
   }
 
-  async hold(delivery: DeliveryMessage, notBefore?: Date): Promise<void> {
-    await this.store.hold(delivery, notBefore);
+  async hold(delivery: DeliveryMessage, options: HoldOptions = {}): Promise<void> {
+    await this.store.hold(delivery, options);
     this.known(delivery.webhook_id);
   }
 
@@ -225,7 +225,13 @@ export class Lanes implements LaneEntry {
       this.logger.error({ webhookId, heldId: held.id }, 'malformed held delivery dropped');
       return this.store.release(held.id);
     }
-    const outcome = await this.deliverer!.attempt(delivery, lane.target, this.publisher!, 'lane');
+    const outcome = await this.deliverer!.attempt(
+      delivery,
+      lane.target,
+      this.publisher!,
+      'lane',
+      held.capturedAt,
+    );
     if (outcome.kind === 'deferred') await this.store.unclaim(held.id);
     else await this.store.release(held.id);
   }

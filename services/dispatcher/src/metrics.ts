@@ -1,5 +1,5 @@
 import type { Topology } from '@trips/broker';
-import type { DeliveryMessage } from '@trips/contracts';
+import { EVENT_TYPES, isEventType, type DeliveryMessage } from '@trips/contracts';
 import { Counter, Gauge, Histogram, LAG_BUCKETS, secondsSince, type Registry } from '@trips/runtime';
 import type { Outcome, Source } from './deliverer.ts';
 import type { Endpoints } from './endpoints.ts';
@@ -37,15 +37,7 @@ export function dispatcherMetrics(
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers,
   });
-  // From the event's recording (its created_at, which every delivery carries) to the receiver's
-  // 2xx. `attempt` tells the platform's own lag (first) from a receiver's downtime (retry).
-  const deliveryLag = new Histogram({
-    name: 'trips_event_record_to_delivery_seconds',
-    help: 'From an event recorded (its created_at) to the first 2xx of its delivery to a webhook; attempt is first or retry.',
-    labelNames: ['attempt'] as const,
-    buckets: LAG_BUCKETS,
-    registers,
-  });
+  const deliveryLag = deliveryLagMetrics(registers);
   const switchedOff = new Counter({
     name: 'trips_webhooks_switched_off_total',
     help: 'Webhooks switched off by the failure policy.',
@@ -118,23 +110,60 @@ export function dispatcherMetrics(
 
   return {
     switchedOff,
-    observe(outcome: Outcome, delivery: DeliveryMessage, source: Source): void {
+    /**
+     * An outcome; `capturedAt` is when the event's change was captured, when known. Without it (a
+     * message of a version before it, an owner's redelivery) capture → delivery is not observed.
+     */
+    observe(outcome: Outcome, delivery: DeliveryMessage, source: Source, capturedAt?: Date): void {
       deliveries.inc({ outcome: outcome.kind });
       if (!('result' in outcome)) return;
       attempts.observe({ result: outcome.result.error ?? 'success' }, outcome.result.durationMs / 1000);
-      if (outcome.kind === 'delivered' && !ownerRequested(delivery, source)) {
-        const answeredAt = outcome.result.at.getTime() + outcome.result.durationMs;
-        const lag = secondsSince(delivery.event.created_at, answeredAt);
-        deliveryLag.observe({ attempt: delivery.attempt === 1 ? 'first' : 'retry' }, lag);
-      }
+      if (outcome.kind === 'delivered' && !ownerRequested(delivery, source))
+        deliveryLag(delivery, outcome.result.at.getTime() + outcome.result.durationMs, capturedAt);
     },
+  };
+}
+
+/**
+ * The lag histograms of a delivery's first 2xx, observed when it came (`answeredAt`, ms). `attempt`
+ * tells the platform's own lag (first) from a receiver's downtime (retry).
+ */
+function deliveryLagMetrics(registers: Registry[]) {
+  // From the event's recording (its created_at, which every delivery carries).
+  const fromRecord = new Histogram({
+    name: 'trips_event_record_to_delivery_seconds',
+    help: 'From an event recorded (its created_at) to the first 2xx of its delivery to a webhook; attempt is first or retry.',
+    labelNames: ['attempt'] as const,
+    buckets: LAG_BUCKETS,
+    registers,
+  });
+  // From the writer's transaction, which "how late are webhooks" asks: the capture time comes in
+  // the event message's headers, and goes with each retry and each delivery held in a lane
+  // (@trips/broker's message-properties.ts, migration 0020). A grouped event waits for its group by
+  // design: `grouped` keeps that apart, and the lag alert reads grouped="false".
+  const fromCapture = new Histogram({
+    name: 'trips_change_capture_to_delivery_seconds',
+    help: 'From a change captured in its writer’s transaction to the first 2xx of its event’s delivery to a webhook; attempt is first or retry; for a grouped *.updated event (grouped="true"), from the earliest change of its group, so the grouping wait is in it.',
+    labelNames: ['attempt', 'grouped'] as const,
+    buckets: LAG_BUCKETS,
+    registers,
+  });
+  return (delivery: DeliveryMessage, answeredAt: number, capturedAt: Date | undefined): void => {
+    const attempt = delivery.attempt === 1 ? 'first' : 'retry';
+    fromRecord.observe({ attempt }, secondsSince(delivery.event.created_at, answeredAt));
+    // Not known (a message of a version before it, an owner's redelivery): not guessed.
+    if (!capturedAt) return;
+    const type = delivery.event.type;
+    const grouped = String(isEventType(type) && EVENT_TYPES[type].grouped);
+    fromCapture.observe({ attempt, grouped }, secondsSince(capturedAt, answeredAt));
   };
 }
 
 /**
  * A test event or an owner's redelivery (published straight to the deliveries queue as a first
  * attempt, packages/settings): its event may be weeks old, and its lag says nothing about ours.
- * A redelivery that had to wait in a lane is not told apart (rare; docs/operations.md).
+ * A redelivery that had to wait in a lane is not told apart in record → delivery (rare;
+ * docs/operations.md); it carries no capture time, so capture → delivery leaves it out.
  */
 function ownerRequested(delivery: DeliveryMessage, source: Source): boolean {
   return (

@@ -123,8 +123,8 @@ export async function startDispatcherService(
     policy: config.policy,
     topology: names,
     logger: logger.child({ component: 'deliverer' }),
-    onOutcome: (outcome, delivery, source) => {
-      metrics.observe(outcome, delivery, source);
+    onOutcome: (outcome, delivery, source, capturedAt) => {
+      metrics.observe(outcome, delivery, source, capturedAt);
       hooks.onOutcome?.(outcome, delivery);
     },
   });

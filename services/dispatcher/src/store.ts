@@ -36,6 +36,14 @@ const RECORD_LINGER_MS = 10;
 const subscribedTo = (eventType: string, targets: DeliveryTarget[]) =>
   targets.filter((target) => target.event_types.includes(eventType));
 
+/** How a delivery is held in its webhook's lane. */
+export interface HoldOptions {
+  /** Not to be tried before then; absent: as soon as its webhook has room. */
+  notBefore?: Date;
+  /** When its event's change was captured, kept with it for the lag metrics; absent when not known. */
+  capturedAt?: Date;
+}
+
 /** One statement for a batch of ids, or for one. */
 const idsBatcher = (run: (ids: number[]) => Promise<void>) =>
   new Batcher<number, void>({
@@ -57,7 +65,7 @@ export class DeliveryStore {
   private readonly readAgency: (agencyId: string) => Promise<DeliveryTargetRead[]>;
   private readonly readWebhook: (webhookId: string) => Promise<DeliveryTargetRead | undefined>;
   private readonly attempts: Batcher<NewAttempt, void>;
-  private readonly holds: Batcher<{ delivery: DeliveryMessage; notBefore?: Date }, void>;
+  private readonly holds: Batcher<{ delivery: DeliveryMessage } & HoldOptions, void>;
   private readonly releases: Batcher<number, void>;
   private readonly unclaims: Batcher<number, void>;
 
@@ -97,10 +105,15 @@ export class DeliveryStore {
       maxBatch: MAX_BATCH,
       lingerMs: RECORD_LINGER_MS,
     });
-    const hold = (held: { delivery: DeliveryMessage; notBefore?: Date }[]) =>
+    const hold = (held: ({ delivery: DeliveryMessage } & HoldOptions)[]) =>
       holdDeliveries(
         db,
-        held.map(({ delivery, notBefore }) => ({ webhookId: delivery.webhook_id, delivery, notBefore })),
+        held.map(({ delivery, notBefore, capturedAt }) => ({
+          webhookId: delivery.webhook_id,
+          delivery,
+          notBefore,
+          capturedAt,
+        })),
       );
     this.holds = new Batcher({
       runBatch: async (held) => (await hold(held), held.map(() => undefined)),
@@ -129,9 +142,9 @@ export class DeliveryStore {
     return this.attempts.call(attempt);
   }
 
-  /** Resolves once the delivery is committed to its webhook's lane (not to be tried before `notBefore`). */
-  hold(delivery: DeliveryMessage, notBefore?: Date): Promise<void> {
-    return this.holds.call({ delivery, notBefore });
+  /** Resolves once the delivery is committed to its webhook's lane, with its capture time when known. */
+  hold(delivery: DeliveryMessage, options: HoldOptions = {}): Promise<void> {
+    return this.holds.call({ delivery, ...options });
   }
 
   /** Claims the oldest free deliveries of a webhook's lane with ids above `afterId`, for `leaseMs`. */

@@ -73,6 +73,40 @@ test('first deliveries and retries are timed from the recording to the 2xx; owne
   expect(await line('trips_deliveries_total{outcome="delivered",service="dispatcher"}')).toBe('5');
 });
 
+test('from the capture: by attempt and grouped, only when the capture time is known', async () => {
+  const { metrics, line } = setup();
+  const capturedAt = new Date(recordedAt - 2_000);
+  const updated = (attempt: number) => {
+    const d = delivery(attempt);
+    return { ...d, event: { ...d.event, type: 'trip.updated' } } as DeliveryMessage;
+  };
+  metrics.observe(
+    delivered(0.5),
+    { ...delivery(1), event: { ...delivery(1).event, type: 'trip.created' } } as DeliveryMessage,
+    'fan_out',
+    capturedAt,
+  );
+  metrics.observe(delivered(60), updated(1), 'lane', new Date(recordedAt - 240_000));
+  metrics.observe(delivered(30), updated(2), 'deliveries_queue', capturedAt);
+  // Not known: a message of a version before the header, or an owner's redelivery held in a lane.
+  metrics.observe(delivered(1), delivery(1), 'lane');
+  const series = (attempt: string, grouped: string, part: string) =>
+    line(
+      `trips_change_capture_to_delivery_seconds_${part}{service="dispatcher",attempt="${attempt}",grouped="${grouped}"}`,
+    );
+  expect(await series('first', 'false', 'count')).toBe('1');
+  expect(Number(await series('first', 'false', 'sum'))).toBeCloseTo(2.5, 3);
+  expect(await series('first', 'true', 'count')).toBe('1');
+  expect(Number(await series('first', 'true', 'sum'))).toBeCloseTo(300, 3);
+  expect(await series('retry', 'true', 'count')).toBe('1');
+  expect(Number(await series('retry', 'true', 'sum'))).toBeCloseTo(32, 3);
+  expect(await series('retry', 'false', 'count')).toBeUndefined();
+  // From the recording, every one of them.
+  expect(
+    await line('trips_event_record_to_delivery_seconds_count{service="dispatcher",attempt="first"}'),
+  ).toBe('3');
+});
+
 test('a failed attempt is no delivery: no lag observed', async () => {
   const { metrics, line } = setup();
   const failed: Outcome = {

@@ -1,6 +1,6 @@
 import amqplib from 'amqplib';
 import type { Kysely } from 'kysely';
-import { queueNames, topology } from '@trips/broker';
+import { eventMessageProperties, queueNames, topology } from '@trips/broker';
 import { eventRecord, type Event, type EventType, type EventMessage } from '@trips/contracts';
 import type { Database } from '@trips/db';
 import { createAgency } from '@trips/db/agencies';
@@ -38,8 +38,11 @@ export interface TestDispatcher {
    * NOTIFY): from then on every lookup sees it. Answers the change's result.
    */
   changeHeard<T>(agencyId: string, change: () => Promise<T>): Promise<T>;
-  /** Publishes an event as the recorder would. */
-  publish(agencyId: string, event: Event): Promise<void>;
+  /**
+   * Publishes an event as the recorder would; with `capturedAt`, the capture time of its change in
+   * the message's headers, as the recorder sends it.
+   */
+  publish(agencyId: string, event: Event, capturedAt?: Date): Promise<void>;
   /** Stops the service (idempotent). */
   stop(): Promise<void>;
   /** Stops everything and removes the database and queues. */
@@ -126,12 +129,16 @@ export async function startTestDispatcher(
       );
       return result;
     },
-    publish: async (agencyId, event) => {
+    publish: async (agencyId, event, capturedAt) => {
       const message: EventMessage = { agency_id: agencyId, event };
+      const recorded = { ...event, agency_id: agencyId, created_at: new Date(event.created_at) };
       channel.publish(names.eventsExchange, event.type, Buffer.from(JSON.stringify(message)), {
         persistent: true,
         messageId: event.id,
         contentType: 'application/json',
+        ...(capturedAt && {
+          headers: eventMessageProperties({ ...recorded, captured_at: capturedAt }).headers,
+        }),
       });
       await channel.waitForConfirms();
     },
