@@ -110,8 +110,21 @@ function variant(alert: string, change: { expr?: (expr: string) => string; for?:
 withPromtool.each([
   [
     'delivery lag read from every attempt, retries of a receiver that was down included',
-    variant('TripsDeliveryLagHigh', { expr: (e) => e.replace('{attempt="first"}', '') }),
+    variant('TripsDeliveryLagHigh', { expr: (e) => e.replace('attempt="first",', '') }),
     /slow retries alone/,
+  ],
+  [
+    'delivery lag read from every event, grouped updates waiting for their group included',
+    variant('TripsDeliveryLagHigh', { expr: (e) => e.replace(',grouped="false"', '') }),
+    /grouped updates waiting for their group/,
+  ],
+  [
+    'delivery lag read from the recording, blind to what waited before it',
+    variant('TripsDeliveryLagHigh', {
+      expr: () =>
+        'histogram_quantile(0.95, sum by (le) (rate(trips_event_record_to_delivery_seconds_bucket{attempt="first"}[10m]))) > 30',
+    }),
+    /late before the recording/,
   ],
   [
     'events not published as soon as any wait, though they are being published',
