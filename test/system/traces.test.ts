@@ -270,6 +270,20 @@ test('one event is one trace from write to retried delivery; an API request cont
   });
   expect(attempts[1]!.attributes['trips.delivery.duration_ms']).toEqual(expect.any(Number));
 
+  // The trace as the receiver got it, for the reader: each span from the capture, and how long.
+  const ms = (ns: bigint) => (Number(ns) / 1e6).toFixed(1).padStart(8);
+  console.log(
+    [`the trace of ${eventId} (trace id ${traceId}), from the change's capture:`]
+      .concat(
+        [record!, publish!, fanOut!, ...attempts].map(
+          (span) =>
+            `  ${span.name.padEnd(16)} ${span.service.padEnd(17)} at ${ms(span.start - record!.start)} ms` +
+            `  for ${ms(span.end - span.start)} ms`,
+        ),
+      )
+      .join('\n'),
+  );
+
   // An owner's redelivery, published as the settings module does: no trace context in its headers.
   // It joins the event's trace all the same, under the root span, as the trace id is the event's.
   const redelivery: DeliveryMessage = {
