@@ -27,17 +27,20 @@ elif ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
   wait_for PostgreSQL "pg_isready -h 127.0.0.1 -p 5432 -q" || exit 1
 fi
 
+# Up is: AMQP answers on its port. Not `rabbitmqctl status`, which fails for any user but root and
+# rabbitmq (the node's cookie is theirs), so that a developer's own user took a running broker for
+# down and started a second one, which failed on the port and stopped the run.
+amqp_up() { (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; }
+
 if ! has rabbitmq-server; then
   missing+=(RabbitMQ)
-else
-  if ! rabbitmqctl -q status >/dev/null 2>&1; then
+elif ! amqp_up; then
+  # A test that stops the broker's app must start it again; if one did not, do it here.
+  rabbitmqctl start_app >/dev/null 2>&1 || true
+  if ! amqp_up; then
     log "starting RabbitMQ"
     rabbitmq-server -detached || true
-    rabbitmqctl await_startup >/dev/null 2>&1 || wait_for RabbitMQ "rabbitmqctl -q status" || exit 1
-  fi
-  # A test that stops the broker's app must start it again; if one did not, do it here.
-  if ! rabbitmq-diagnostics -q check_running >/dev/null 2>&1; then
-    rabbitmqctl start_app >/dev/null 2>&1 || true
+    wait_for RabbitMQ amqp_up || exit 1
   fi
 fi
 

@@ -2,8 +2,17 @@
 // (not root, as on a laptop): outside CI its tests skip, in one line saying which and how to have
 // them; in CI the run fails. Run as an unprivileged user (nobody) when the test runs as root, with a
 // PATH that has no promtool and a CHROMIUM_PATH that names no file (Debian machines have the default).
+// And scripts/services.sh as a developer's own user, for whom rabbitmqctl cannot reach the broker.
 import { execFile, execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -102,5 +111,54 @@ describe('browser.sh', () => {
     const ran = await browserScript({ CHROMIUM_PATH: snapshot });
     expect(ran.code).toBe(3);
     expect(ran.stderr).toContain(`browser: ${snapshot} is missing, so `);
+  });
+});
+
+/**
+ * Debian's services, as this machine and CI have them: services.sh finds them up on their ports.
+ * A laptop whose tests run the services in containers has none, and skips this.
+ */
+const debianServices = ['pg_ctlcluster', 'pg_isready', 'redis-cli', 'redis-server'].every((t) => which(t));
+
+(debianServices ? describe : describe.skip)('services.sh', () => {
+  let tools: string;
+  let marks: string;
+  beforeAll(() => {
+    tools = mkdtempSync(join(tmpdir(), 'trips-services-tools-'));
+    marks = mkdtempSync(join(tmpdir(), 'trips-services-marks-'));
+    chmodSync(tools, 0o755);
+    chmodSync(marks, 0o777);
+    for (const tool of [
+      'bash',
+      'seq',
+      'sleep',
+      'ls',
+      'head',
+      'pg_ctlcluster',
+      'pg_isready',
+      'redis-cli',
+      'redis-server',
+    ]) {
+      symlinkSync(which(tool), join(tools, tool));
+    }
+    // RabbitMQ's commands as a user who is not root nor rabbitmq has them: rabbitmqctl cannot read
+    // the node's cookie and fails; rabbitmq-server notes that it was asked to start a broker.
+    const fake = (name: string, body: string) => {
+      writeFileSync(join(tools, name), `#!/bin/bash\necho "$*" >> ${join(marks, name)}\n${body}\n`);
+      chmodSync(join(tools, name), 0o755);
+    };
+    fake('rabbitmqctl', 'exit 69');
+    fake('rabbitmq-diagnostics', 'exit 69');
+    fake('rabbitmq-server', 'exit 1');
+  });
+  afterAll(() => {
+    rmSync(tools, { recursive: true, force: true });
+    rmSync(marks, { recursive: true, force: true });
+  });
+
+  test('a broker answering on its port is up, whoever asks: no second one is started', async () => {
+    const ran = await runScript('services.sh', { PATH: tools });
+    expect(ran).toEqual({ code: 0, stderr: 'services: PostgreSQL, RabbitMQ and Redis are up\n' });
+    expect(existsSync(join(marks, 'rabbitmq-server'))).toBe(false);
   });
 });
