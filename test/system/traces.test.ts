@@ -135,6 +135,8 @@ async function startServices(): Promise<string> {
     OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
     OTEL_BSP_SCHEDULE_DELAY: '100',
+    EVENT_GROUP_QUIET: '1s',
+    EVENT_GROUP_MAX: '3s',
   };
   const [dispatcherPort, recorderPort, apiPort, metricsPort] = (await Promise.all(
     Array.from({ length: 4 }, () => freePort()),
@@ -343,3 +345,39 @@ test('one event is one trace from write to retried delivery; an API request cont
   const hidden = { key, keyPastItsPrefix: key.slice(12), secret, title: TITLE, baseCamp: BASE_CAMP };
   expect(Object.entries(hidden).filter(([, value]) => exported.includes(value))).toEqual([]);
 }, 90_000);
+
+test('a grouped update’s trace starts at its group’s first change, not at its recording', async () => {
+  // On the services the test above started.
+  const agency = await createAgency(t.db, {
+    name: 'Grouped Tours',
+    apiEnabled: true,
+    subscriptionStatus: 'active',
+  });
+  const { id: tripId } = await t.db
+    .insertInto('trips')
+    .values({ agency_id: agency.id, is_template: false, title: 'A', region: 'Fife', num_days: 2, golfers: 4 })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const rename = (title: string) =>
+    t.db.updateTable('trips').set({ title }).where('id', '=', tripId).execute();
+  const beforeFirst = Date.now();
+  await rename('B');
+  const afterFirst = Date.now();
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  await rename('C'); // the same group: one trip.updated, due a quiet second after this
+  const record = await waitFor(
+    () =>
+      otlp.spans.find(
+        (s) =>
+          s.name === 'event.record' &&
+          s.attributes['trips.event.type'] === 'trip.updated' &&
+          s.attributes['trips.agency.id'] === agency.id,
+      ),
+    { timeoutMs: 15_000, what: "the trip.updated event's record span" },
+  );
+  const startMs = Number(record.start / 1_000_000n);
+  expect(record.attributes['trips.event.grouped']).toBe(true);
+  expect(startMs).toBeGreaterThanOrEqual(beforeFirst - 5); // the clocks' rounding
+  expect(startMs).toBeLessThanOrEqual(afterFirst);
+  expect(new Date(String(record.attributes['trips.change.captured_at'])).getTime()).toBe(startMs);
+}, 30_000);

@@ -6,7 +6,7 @@ import {
   ensureEventPartitions,
   recordEvents,
   type NewEvent,
-  type StoredEvent,
+  type UnpublishedEvent,
 } from '@trips/db/events';
 import { dropGroups, hasRecorderWork, touchGroups, type GroupKey, type GroupTouch } from '@trips/db/groups';
 import { claimOutbox, deleteOutbox, outboxHead } from '@trips/db/outbox';
@@ -26,7 +26,8 @@ export interface BatchResult {
   changes: number;
   /** The changes taken (their created_at is when each was captured: metrics.ts). */
   captured: readonly OutboxRow[];
-  events: StoredEvent[];
+  /** As events_unpublished keeps them, with their capture times. */
+  events: UnpublishedEvent[];
   /** The batch took as many changes, or due groups, as it may: more are likely waiting. */
   full: boolean;
 }
@@ -125,7 +126,7 @@ export class Recorder {
       ...deleteOutbox(rows.map((r) => r.id)),
       commit,
     ]);
-    const events = (results[before.length] as StoredEvent[]).sort((a, b) => a.seq - b.seq);
+    const events = (results[before.length] as UnpublishedEvent[]).sort((a, b) => a.seq - b.seq);
     const due = events.length - plan.events.length;
     return {
       changes: rows.length,

@@ -3,10 +3,9 @@
 // that recorded the event; then `event.publish`, from the publish to RabbitMQ's confirm, whose
 // context goes in the message's headers for the dispatcher. Called only while tracing is on.
 import type { Options } from 'amqplib';
-import type { OutboxRow } from '@trips/db';
-import type { StoredEvent } from '@trips/db/events';
+import { EVENT_TYPES, isEventType } from '@trips/contracts';
+import type { StoredEvent, UnpublishedEvent } from '@trips/db/events';
 import type { OpenSpan, SpanAttributes, Tracer } from '@trips/runtime';
-import { changeOf, classify } from './catalogue.ts';
 
 /** What a span may say about an event: ids and its type, never its data. */
 const eventAttributes = (e: StoredEvent): SpanAttributes => ({
@@ -16,30 +15,26 @@ const eventAttributes = (e: StoredEvent): SpanAttributes => ({
 });
 
 /**
- * One `event.record` span per event of a committed batch. The batch records first the events its
- * changes made, in change order, then the `*.updated` groups fallen due (recordEvents), so the
- * first events map one to one onto the changes' `emit` effects. A group's event gathers changes
- * made over minutes whose capture times are gone with their rows: its span starts at its recording.
+ * One `event.record` span per event of a committed batch, from the capture of its change in the
+ * writer's transaction (for a grouped `*.updated` event, of its group's first change) to the commit
+ * that recorded it. An event recorded by a version before migration 0020 has no capture time: its
+ * span starts at its recording.
  */
 export function traceRecorded(
   tracer: Tracer,
-  batch: { captured: readonly OutboxRow[]; events: readonly StoredEvent[] },
+  batch: { events: readonly UnpublishedEvent[] },
   committedAt = new Date(),
 ): void {
-  const capturedAt: Date[] = [];
-  for (const row of batch.captured)
-    for (const effect of classify(changeOf(row)))
-      if (effect.kind === 'emit') capturedAt.push(new Date(row.created_at));
-  batch.events.forEach((e, i) => {
-    const captured = capturedAt[i];
+  for (const e of batch.events) {
+    const captured = e.captured_at ? new Date(e.captured_at) : undefined;
     const recordedAt = new Date(e.created_at);
     tracer.recordEventRoot(e.id, 'event.record', captured ?? recordedAt, committedAt, {
       ...eventAttributes(e),
       'trips.change.captured_at': captured?.toISOString(),
       'trips.event.recorded_at': recordedAt.toISOString(),
-      'trips.event.grouped': captured === undefined,
+      'trips.event.grouped': isEventType(e.type) && EVENT_TYPES[e.type].grouped,
     });
-  });
+  }
 }
 
 /** Starts `event.publish` and writes its context into the message's headers; ends it when settled. */
