@@ -95,6 +95,11 @@ export function isEventType(value: string): value is EventType {
   return Object.hasOwn(EVENT_TYPES, value);
 }
 
+/** Whether events of this type wait for their group (`*.updated`); false for a type not known. */
+export function isGroupedType(type: string): boolean {
+  return isEventType(type) && EVENT_TYPES[type].grouped;
+}
+
 /** The scope a key needs to see an event of this type (decisions.md D2). */
 export function scopeForEventType(type: EventType): Scope {
   return OBJECTS[EVENT_TYPES[type].object].scope;

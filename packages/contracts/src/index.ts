@@ -15,6 +15,7 @@ export {
   EVENT_TYPES,
   EVENT_TYPE_NAMES,
   isEventType,
+  isGroupedType,
   scopeForEventType,
   eventTypesOf,
   type EventType,

@@ -1,5 +1,5 @@
 import type { Topology } from '@trips/broker';
-import { EVENT_TYPES, isEventType, type DeliveryMessage } from '@trips/contracts';
+import { isGroupedType, type DeliveryMessage } from '@trips/contracts';
 import { Counter, Gauge, Histogram, LAG_BUCKETS, secondsSince, type Registry } from '@trips/runtime';
 import type { Outcome, Source } from './deliverer.ts';
 import type { Endpoints } from './endpoints.ts';
@@ -154,7 +154,7 @@ function deliveryLagMetrics(registers: Registry[]) {
     // Not known (a message of a version before it, an owner's redelivery): not guessed.
     if (!capturedAt) return;
     const type = delivery.event.type;
-    const grouped = String(isEventType(type) && EVENT_TYPES[type].grouped);
+    const grouped = String(isGroupedType(type));
     fromCapture.observe({ attempt, grouped }, secondsSince(capturedAt, answeredAt));
   };
 }

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { EVENT_TYPES, isEventType } from '@trips/contracts';
+import { isGroupedType } from '@trips/contracts';
 import type { Database } from '@trips/db';
 import type { StoredEvent, UnpublishedEvent } from '@trips/db/events';
 import { Counter, Gauge, Histogram, LAG_BUCKETS, secondsSince, type Registry } from '@trips/runtime';
@@ -102,11 +102,11 @@ export function recorderMetrics(registry: Registry, db: Kysely<Database>) {
       for (const e of events) {
         recordToPublish.observe(secondsSince(e.created_at, nowMs));
         if (e.captured_at)
-          captureToPublish.observe({ grouped: groupedLabel(e.type) }, secondsSince(e.captured_at, nowMs));
+          captureToPublish.observe(
+            { grouped: String(isGroupedType(e.type)) },
+            secondsSince(e.captured_at, nowMs),
+          );
       }
     },
   };
 }
-
-/** Whether an event's type waits for its group (`*.updated`): a label of two values. */
-const groupedLabel = (type: string) => String(isEventType(type) && EVENT_TYPES[type].grouped);

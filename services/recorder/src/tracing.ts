@@ -3,7 +3,7 @@
 // that recorded the event; then `event.publish`, from the publish to RabbitMQ's confirm, whose
 // context goes in the message's headers for the dispatcher. Called only while tracing is on.
 import type { Options } from 'amqplib';
-import { EVENT_TYPES, isEventType } from '@trips/contracts';
+import { isGroupedType } from '@trips/contracts';
 import type { StoredEvent, UnpublishedEvent } from '@trips/db/events';
 import type { OpenSpan, SpanAttributes, Tracer } from '@trips/runtime';
 
@@ -32,7 +32,7 @@ export function traceRecorded(
       ...eventAttributes(e),
       'trips.change.captured_at': captured?.toISOString(),
       'trips.event.recorded_at': recordedAt.toISOString(),
-      'trips.event.grouped': isEventType(e.type) && EVENT_TYPES[e.type].grouped,
+      'trips.event.grouped': isGroupedType(e.type),
     });
   }
 }
