@@ -1,5 +1,16 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import amqplib from 'amqplib';
+import { topology } from '@trips/broker';
+import type { DeliveryMessage } from '@trips/contracts';
+import { ensureEventPartitions } from '@trips/db/events';
+import {
+  amqpUrl,
+  createTestDatabase,
+  deleteAmqpObjects,
+  randomAmqpPrefix,
+  type TestDatabase,
+} from '@trips/testkit';
 import { run } from '../src/program.ts';
 
 export interface CliResult {
@@ -81,3 +92,44 @@ export function spawnCli(
 
 /** Whatever went wrong, a user never sees a JavaScript stack trace. */
 export const STACK_TRACE = /^\s+at .+:\d+:\d+\)?$/m;
+
+/** A database and the dispatcher's deliveries queue, for the commands that publish to it. */
+export interface DeliveriesStack {
+  t: TestDatabase;
+  /** tripctl's environment: the database, the broker and a prefix of this stack's own. */
+  env: Record<string, string>;
+  /** What the commands published to the deliveries queue, in arrival order. */
+  received: DeliveryMessage[];
+  close(): Promise<void>;
+}
+
+/**
+ * A test database with event partitions from three days back (EVENT_RETENTION 2d), and the
+ * dispatcher's deliveries queue under a prefix of its own, consumed here in the dispatcher's stead.
+ */
+export async function deliveriesStack(): Promise<DeliveriesStack> {
+  const prefix = randomAmqpPrefix();
+  const queue = topology(prefix, []).deliveriesQueue;
+  const t = await createTestDatabase();
+  const env = { DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_PREFIX: prefix, EVENT_RETENTION: '2d' };
+  await ensureEventPartitions(t.db, new Date(Date.now() - 3 * 86_400_000), 4);
+  const received: DeliveryMessage[] = [];
+  const connection = await amqplib.connect(amqpUrl);
+  const ch = await connection.createChannel();
+  await ch.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+  await ch.consume(queue, (msg) => {
+    if (!msg) return;
+    received.push(JSON.parse(msg.content.toString('utf8')) as DeliveryMessage);
+    ch.ack(msg);
+  });
+  return {
+    t,
+    env,
+    received,
+    async close() {
+      await connection.close().catch(() => {});
+      await deleteAmqpObjects({ queues: [queue] });
+      await t.drop();
+    },
+  };
+}

@@ -1,47 +1,22 @@
-import amqplib from 'amqplib';
 import { sql } from 'kysely';
-import { topology } from '@trips/broker';
 import type { DeliveryMessage } from '@trips/contracts';
-import { ensureEventPartitions } from '@trips/db/events';
 import { recordAttempt } from '@trips/db/webhook-attempts';
-import {
-  amqpUrl,
-  createTestDatabase,
-  deleteAmqpObjects,
-  randomAmqpPrefix,
-  waitFor,
-  type TestDatabase,
-} from '@trips/testkit';
-import { cli, cliJson, STACK_TRACE } from './helpers.ts';
+import { waitFor, type TestDatabase } from '@trips/testkit';
+import { cli, cliJson, deliveriesStack, STACK_TRACE, type DeliveriesStack } from './helpers.ts';
 
 // `tripctl webhook attempt` and `webhook resend`: the settings page's attempt detail and its
 // "send this event again" button, from the platform team's side.
 
+let stack: DeliveriesStack;
 let t: TestDatabase;
 let env: Record<string, string>;
-const prefix = randomAmqpPrefix();
-const queue = topology(prefix, []).deliveriesQueue;
-let connection: amqplib.ChannelModel;
-const received: DeliveryMessage[] = [];
+let received: DeliveryMessage[];
 
 beforeAll(async () => {
-  t = await createTestDatabase();
-  env = { DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_PREFIX: prefix, EVENT_RETENTION: '2d' };
-  await ensureEventPartitions(t.db, new Date(Date.now() - 3 * 86_400_000), 4);
-  connection = await amqplib.connect(amqpUrl);
-  const ch = await connection.createChannel();
-  await ch.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
-  await ch.consume(queue, (msg) => {
-    if (!msg) return;
-    received.push(JSON.parse(msg.content.toString('utf8')) as DeliveryMessage);
-    ch.ack(msg);
-  });
+  stack = await deliveriesStack();
+  ({ t, env, received } = stack);
 });
-afterAll(async () => {
-  await connection?.close().catch(() => {});
-  await deleteAmqpObjects({ queues: [queue] });
-  await t.drop();
-});
+afterAll(() => stack?.close());
 
 const SIGNATURE = 't=1900000000,v1=3q2+7w==';
 
