@@ -133,3 +133,44 @@ export async function deliveriesStack(): Promise<DeliveriesStack> {
     },
   };
 }
+
+export interface WebhookJson {
+  id: string;
+  agency_id: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  state: string;
+  failing_since: string | null;
+  disabled_at: string | null;
+  last_success_at: string | null;
+  last_error: string | null;
+  secret?: string;
+}
+
+/** An agency made as an operator makes one. */
+export async function newAgencyFor(env: Record<string, string>): Promise<string> {
+  return (await cliJson<{ id: string }>(['agency', 'create', '--name', 'Fairway Tours'], env)).id;
+}
+
+/** A webhook of `agencyId` for trip.created and payment.paid, made as an operator makes one. */
+export async function newWebhookFor(
+  env: Record<string, string>,
+  agencyId: string,
+  ...extra: string[]
+): Promise<WebhookJson> {
+  return cliJson<WebhookJson>(
+    [
+      'webhook',
+      'create',
+      '--agency',
+      agencyId,
+      '--url',
+      'https://hooks.fairway.example/trips',
+      '--events',
+      'trip.created,payment.paid',
+      ...extra,
+    ],
+    env,
+  );
+}

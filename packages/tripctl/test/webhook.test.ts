@@ -1,8 +1,7 @@
 import { sql } from 'kysely';
 import { EVENT_TYPE_NAMES } from '@trips/contracts';
-import { recordAttempt } from '@trips/db/webhook-attempts';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
-import { cli, cliJson, STACK_TRACE } from './helpers.ts';
+import { cli, cliJson, newAgencyFor, newWebhookFor, STACK_TRACE, type WebhookJson } from './helpers.ts';
 
 let t: TestDatabase;
 let env: Record<string, string>;
@@ -15,20 +14,6 @@ afterAll(() => t.drop());
 const SECRET = /^whsec_[A-Za-z0-9_-]{43}$/;
 const SECRET_ANYWHERE = /whsec_[A-Za-z0-9_-]{43}/g;
 
-interface WebhookJson {
-  id: string;
-  agency_id: string;
-  url: string;
-  events: string[];
-  description: string | null;
-  state: string;
-  failing_since: string | null;
-  disabled_at: string | null;
-  last_success_at: string | null;
-  last_error: string | null;
-  secret?: string;
-}
-
 const webhookRow = (id: string) =>
   t.db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const secretsOf = async (id: string) =>
@@ -38,26 +23,8 @@ const secretsOf = async (id: string) =>
 const webhookCount = async (agencyId: string) =>
   (await t.db.selectFrom('webhooks').select('id').where('agency_id', '=', agencyId).execute()).length;
 
-async function newAgency(): Promise<string> {
-  return (await cliJson<{ id: string }>(['agency', 'create', '--name', 'Fairway Tours'], env)).id;
-}
-
-async function newWebhook(agencyId: string, ...extra: string[]): Promise<WebhookJson> {
-  return cliJson<WebhookJson>(
-    [
-      'webhook',
-      'create',
-      '--agency',
-      agencyId,
-      '--url',
-      'https://hooks.fairway.example/trips',
-      '--events',
-      'trip.created,payment.paid',
-      ...extra,
-    ],
-    env,
-  );
-}
+const newAgency = () => newAgencyFor(env);
+const newWebhook = (agencyId: string, ...extra: string[]) => newWebhookFor(env, agencyId, ...extra);
 
 describe('webhook create', () => {
   test('--json prints the webhook and its secret; the row and the secret are stored as printed', async () => {
@@ -371,216 +338,4 @@ describe('webhook disable and enable', () => {
       expect(result).toEqual({ code: 1, stdout: '', stderr: 'error: no webhook whk_0000000000000000.\n' });
     },
   );
-});
-
-describe('webhook attempts', () => {
-  test('lists recent attempts newest first, only of that webhook, up to --limit', async () => {
-    const agencyId = await newAgency();
-    const { id } = await newWebhook(agencyId);
-    const other = await newWebhook(agencyId);
-    const base = Date.parse('2030-03-01T10:00:00Z');
-    const attempt = (
-      n: number,
-      minutes: number,
-      outcome: { statusCode: number | null; error: string | null },
-    ) =>
-      recordAttempt(t.db, {
-        webhookId: id,
-        eventId: 'evt_first',
-        eventType: 'trip.created',
-        attempt: n,
-        attemptedAt: new Date(base + minutes * 60_000),
-        durationMs: 100 + n,
-        responseBody: outcome.statusCode ? `answer ${n}` : null,
-        ...outcome,
-      });
-    await attempt(1, 0, { statusCode: null, error: 'timeout' });
-    await attempt(2, 1, { statusCode: 503, error: 'http_status' });
-    await attempt(3, 6, { statusCode: 200, error: null });
-    await recordAttempt(t.db, {
-      webhookId: other.id,
-      eventId: 'evt_elsewhere',
-      eventType: 'payment.paid',
-      attempt: 1,
-      attemptedAt: new Date(base + 10 * 60_000),
-      durationMs: 5,
-      statusCode: 204,
-      error: null,
-      responseBody: null,
-    });
-
-    const out = await cliJson<{ webhook_id: string; attempts: Record<string, unknown>[] }>(
-      ['webhook', 'attempts', '--id', id],
-      env,
-    );
-    expect(out.webhook_id).toBe(id);
-    expect(out.attempts).toEqual([
-      {
-        id: expect.any(Number),
-        attempted_at: '2030-03-01T10:06:00.000Z',
-        event_id: 'evt_first',
-        event_type: 'trip.created',
-        attempt: 3,
-        succeeded: true,
-        status_code: 200,
-        error: null,
-        reason: 'delivered: answered 200',
-        next_attempt: null,
-        duration_ms: 103,
-        response_body: 'answer 3',
-      },
-      expect.objectContaining({ attempt: 2, status_code: 503, error: 'http_status', succeeded: false }),
-      expect.objectContaining({ attempt: 1, status_code: null, error: 'timeout', duration_ms: 101 }),
-    ]);
-
-    const limited = await cliJson<{ attempts: { attempt: number }[] }>(
-      ['webhook', 'attempts', '--id', id, '--limit', '2'],
-      env,
-    );
-    expect(limited.attempts.map((a) => a.attempt)).toEqual([3, 2]);
-
-    // In words, as the settings page says them, times as everywhere (docs/wording.md).
-    const human = await cli(['webhook', 'attempts', '--id', id], env);
-    expect(human.code).toBe(0);
-    const lines = human.stdout.trim().split('\n');
-    expect(lines).toHaveLength(7);
-    expect(lines[0]).toMatch(/^3 delivery attempts of webhook whk_\w+ \(https:.*\), newest first:$/);
-    expect(lines.slice(1).map((l) => l.replace(/\(#\d+\)$/, '(#n)'))).toEqual([
-      '2030-03-01 10:06:00 UTC  evt_first  trip.created  attempt 3  103 ms  (#n)',
-      '  delivered: answered 200',
-      '2030-03-01 10:01:00 UTC  evt_first  trip.created  attempt 2  102 ms  (#n)',
-      '  failed: answered 503 Service Unavailable: only a 2xx answer counts as delivered',
-      '2030-03-01 10:00:00 UTC  evt_first  trip.created  attempt 1  101 ms  (#n)',
-      '  failed: no complete answer within 1 s: answer 2xx first, then do the work',
-    ]);
-    expect(human.stdout).not.toContain('evt_elsewhere');
-  });
-
-  test('a failing delivery tells its next attempt; --failed shows failures only; --before pages back', async () => {
-    const agencyId = await newAgency();
-    const { id } = await newWebhook(agencyId);
-    const base = Date.parse('2030-03-01T10:00:00Z');
-    for (let i = 0; i < 5; i++) {
-      await recordAttempt(t.db, {
-        webhookId: id,
-        eventId: `evt_${i}`,
-        eventType: 'trip.created',
-        attempt: 1,
-        attemptedAt: new Date(base + i * 60_000),
-        durationMs: 7,
-        statusCode: i % 2 ? 200 : null,
-        error: i % 2 ? null : 'tls',
-        errorDetail: i % 2 ? null : 'DEPTH_ZERO_SELF_SIGNED_CERT',
-        responseBody: null,
-      });
-    }
-    const failed = await cli(['webhook', 'attempts', '--id', id, '--failed', '--limit', '2'], env);
-    const lines = failed.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^2 failed delivery attempts of webhook/);
-    expect(lines[1]).toMatch(
-      /^2030-03-01 10:04:00 UTC {2}evt_4 {2}trip.created {2}attempt 1 {2}7 ms {2}\(#\d+\)$/,
-    );
-    expect(lines[2]).toBe(
-      '  failed: TLS: the certificate is not trusted (self-signed) (DEPTH_ZERO_SELF_SIGNED_CERT)',
-    );
-    // WEBHOOK_RETRY_DELAYS' first delay, 1m by default (D9).
-    expect(lines[3]).toBe('  next attempt: 2, due 2030-03-01 10:05:00 UTC');
-    const before = /--before (\d+)$/.exec(lines.at(-1)!)![1]!;
-    expect(lines.at(-1)).toBe(`Older: tripctl webhook attempts --id ${id} --failed --before ${before}`);
-    const older = await cliJson<{ attempts: { event_id: string }[]; next_before: number | null }>(
-      ['webhook', 'attempts', '--id', id, '--failed', '--before', before],
-      env,
-    );
-    expect(older.attempts.map((a) => a.event_id)).toEqual(['evt_0']);
-    expect(older.next_before).toBeNull();
-    const bad = await cli(['webhook', 'attempts', '--id', id, '--before', 'x'], env);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/not an attempt number/);
-  });
-
-  test('a webhook without attempts says so', async () => {
-    const agencyId = await newAgency();
-    const { id } = await newWebhook(agencyId);
-    expect(await cliJson(['webhook', 'attempts', '--id', id], env)).toEqual({
-      webhook_id: id,
-      state: 'active',
-      attempts: [],
-      next_before: null,
-    });
-    expect((await cli(['webhook', 'attempts', '--id', id], env)).stdout).toMatch(/No delivery attempts/);
-  });
-
-  test('an unknown webhook is an operational failure (exit 1)', async () => {
-    const result = await cli(['webhook', 'attempts', '--id', 'whk_0000000000000000'], env);
-    expect(result).toEqual({ code: 1, stdout: '', stderr: 'error: no webhook whk_0000000000000000.\n' });
-  });
-});
-
-describe('bad arguments exit 2 before the database is touched', () => {
-  // Nothing listens on port 1: reaching for the database would exit 1, not 2.
-  const unreachable = { DATABASE_URL: 'postgres://tripctl@127.0.0.1:1/trips' };
-  test.each([
-    [
-      'a missing --url',
-      ['webhook', 'create', '--agency', 'agy_1', '--events', 'trip.created'],
-      /required option '--url <url>'/,
-    ],
-    [
-      'a missing --events',
-      ['webhook', 'create', '--agency', 'agy_1', '--url', 'https://h.example/'],
-      /required option '--events <list>'/,
-    ],
-    ['a missing --agency', ['webhook', 'list'], /required option '--agency <id>'/],
-    [
-      'an --id of the wrong type',
-      ['webhook', 'enable', '--id', 'agy_1'],
-      /'agy_1' is not a webhook id \(whk_…\)/,
-    ],
-    ['a missing id', ['webhook', 'disable'], /Give its id: tripctl webhook disable <id> \(or --id <id>\)/],
-    [
-      'a bad --limit',
-      ['webhook', 'attempts', '--id', 'whk_1', '--limit', '0'],
-      /'0' is not a whole number from 1 to 1000/,
-    ],
-    [
-      'a non-numeric --limit',
-      ['webhook', 'attempts', '--id', 'whk_1', '--limit', 'ten'],
-      /'ten' is not a whole number/,
-    ],
-    [
-      'a too long --description',
-      [
-        'webhook',
-        'create',
-        '--agency',
-        'agy_1',
-        '--url',
-        'https://h.example/',
-        '--events',
-        'all',
-        '--description',
-        'x'.repeat(501),
-      ],
-      /1 to 500 characters/,
-    ],
-    ['an unknown subcommand', ['webhook', 'delete'], /unknown command 'delete'/],
-  ])('%s', async (_what, argv, message) => {
-    const result = await cli(argv, unreachable);
-    expect(result.stderr).toMatch(message);
-    expect(result.code).toBe(2);
-    expect(result.stdout).toBe('');
-  });
-
-  test('--help lists webhook, and every webhook command takes --json', async () => {
-    const help = await cli(['--help'], unreachable);
-    expect(help.stdout).toMatch(/webhook/);
-    for (const verb of ['create', 'list', 'disable', 'enable', 'attempts', 'attempt', 'resend']) {
-      const result = await cli(['webhook', verb, '--help'], unreachable);
-      expect({ verb, code: result.code, json: /--json/.test(result.stdout) }).toEqual({
-        verb,
-        code: 0,
-        json: true,
-      });
-    }
-  });
 });
