@@ -17,6 +17,9 @@ const ROWS: [group: string, label: string][] = [
   ['dispatcher', 'dispatcher (bare: consumer)'],
 ];
 const OTHERS: [group: string, label: string][] = [
+  ['pg writer', "… of which the writer's backends (in Postgres' row)"],
+  ['pg recorder', "… of which the recorder's (bare: relay's)"],
+  ['pg dispatcher', "… of which the dispatcher's (bare: consumer's)"],
   ['receiver', 'receiver (HTTPS, its own process)'],
   ['writer', 'writer (the host application, its own process)'],
   ['pg background', 'Postgres background processes, whole server (in no total)'],

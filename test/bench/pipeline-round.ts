@@ -4,6 +4,7 @@
 // window starts and ends with nothing in flight, so the CPU between the two samples is the
 // window's events' and nothing else's (but idle polling, a few ms of it).
 import { fileURLToPath } from 'node:url';
+import { createPool } from '@trips/db';
 import { cpuBetween, pidsMatching, sampleCpu, startChild, warnings, type Child } from './dispatcher-procs.ts';
 import { onCleanup } from './lib.ts';
 import type { PipelineName, Target } from './pipeline-targets.ts';
@@ -82,6 +83,39 @@ interface Written {
 /** The broker node's processes: not a rabbitmqctl that someone runs meanwhile (also a beam.smp). */
 export const brokerPids = () => pidsMatching('-s rabbit boot');
 
+/** Whose a backend is, by its connection's application_name: ours', the baseline's and bare's. */
+const CLIENTS: Record<string, 'writer' | 'recorder' | 'dispatcher'> = {
+  'bench-writer': 'writer',
+  'trips-recorder': 'recorder',
+  'bench-bare-relay': 'recorder',
+  'trips-dispatcher': 'dispatcher',
+  'trips-dispatcher-express': 'dispatcher',
+  'bench-bare-consumer': 'dispatcher',
+};
+
+/**
+ * The run database's backends by the process they serve (`pg writer`, `pg recorder`, `pg
+ * dispatcher`), as they are now: Postgres' share split by who asks. A backend opened later in the
+ * window is in the Postgres total but in none of these.
+ */
+async function backendsByClient(dbUrl: string, dbName: string): Promise<Record<string, () => number[]>> {
+  const pool = createPool(dbUrl, { max: 1, applicationName: 'bench-backends' });
+  try {
+    const { rows } = await pool.query<{ pid: number; application_name: string }>(
+      'SELECT pid, application_name FROM pg_stat_activity WHERE datname = $1',
+      [dbName],
+    );
+    const pids: Record<string, number[]> = { writer: [], recorder: [], dispatcher: [] };
+    for (const row of rows) {
+      const client = CLIENTS[row.application_name];
+      if (client) pids[client]!.push(row.pid);
+    }
+    return Object.fromEntries(Object.entries(pids).map(([client, of]) => [`pg ${client}`, () => of]));
+  } finally {
+    await pool.end();
+  }
+}
+
 /** Postgres' processes that serve the whole server, not one database: counted apart, not in totals. */
 const PG_BACKGROUND = ['checkpointer', 'background writer', 'walwriter', 'autovacuum launcher'];
 
@@ -129,6 +163,7 @@ export async function runRound(
       writer: () => [writer.process.pid!],
       // Their command lines read `postgres: 15/main: walwriter` and so on.
       'pg background': () => PG_BACKGROUND.flatMap((name) => pidsMatching(`: ${name}`)),
+      ...(await backendsByClient(target.dbUrl, target.dbName)),
     };
     const before = sampleCpu(groups);
     const started = performance.now();
