@@ -9,9 +9,10 @@ import {
   markPublished,
   takeUnpublished,
   unpublishedHead,
+  unpublishedHeadSeqs,
   type UnpublishedEvent,
 } from '@trips/db/events';
-import { begin, commit, onOneConnection, rollback, runScript } from '@trips/db/script';
+import { begin, commit, onOneConnection, rollback, runScript, type Statement } from '@trips/db/script';
 import { atMostEvery, tracing, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import { quietAgencyEvents } from './express.ts';
@@ -50,6 +51,32 @@ export interface PublisherOptions {
   publishTimeoutMs: number;
   /** Told of the events RabbitMQ took, once the batch that forgets them has committed (metrics). */
   onPublished?: (events: readonly UnpublishedEvent[]) => void;
+  /**
+   * Called when a batch opened by the recorder (`open`) leaves work to the publisher's loop: events
+   * still waiting, the queue full, the lock held elsewhere, or a failure to try again after the
+   * loop's back-off.
+   */
+  wake?: () => void;
+}
+
+/**
+ * A publish batch opened in the last round trip of a recorder's batch, after its COMMIT, on the
+ * same connection (Recorder.runBatch): the events just recorded go out without a round trip of
+ * their own to open the batch, and without reading their rows a second time. Each round trip costs
+ * both processes a socket write and a wake-up, which on a busy machine were most of what a batch
+ * cost (docs/benchmarks.md, "Pipeline").
+ */
+export interface PublishOpening {
+  /** BEGIN, try PUBLISH_LOCK, the seqs at the head of events_unpublished: to follow a COMMIT. */
+  readonly statements: readonly Statement[];
+  /**
+   * Goes on from the statements' results, on the connection they ran on, with the events just
+   * recorded at hand. Rejects when the batch failed (the caller's connection then rolls back);
+   * the publisher has logged it and woken its loop.
+   */
+  publish(conn: Kysely<Database>, results: unknown[][], recorded: readonly UnpublishedEvent[]): Promise<void>;
+  /** The statements were not sent, or their script failed: the publisher is free again. */
+  cancel(): void;
 }
 
 /**
@@ -109,6 +136,15 @@ export class Publisher {
   private more = false;
   /** The next batch skips asking whether any event waits (expect()). */
   private expecting = false;
+  /** The last batch failed: the loop tries again after its back-off, and `open` answers nothing. */
+  private failing = false;
+  /** This process's batch under way, the loop's or an opening's: one at a time. */
+  private inFlight: Promise<void> | undefined;
+  /**
+   * A batch the recorder opened has read the head of events_unpublished since the loop last asked
+   * whether any event waits: the loop need not ask (see `open`).
+   */
+  private headSeen = false;
 
   constructor(
     db: Kysely<Database>,
@@ -138,9 +174,15 @@ export class Publisher {
     );
   }
 
-  /** Closes the channel; call after the last batch has finished. */
-  close(): Promise<void> {
-    return this.channel.close();
+  /** Resolves once no batch is under way (one the recorder opened goes on after its batch). */
+  async settled(): Promise<void> {
+    while (this.inFlight) await this.inFlight;
+  }
+
+  /** Closes the channel once the batch under way, if any, has finished; call after the loop's last. */
+  async close(): Promise<void> {
+    await this.settled();
+    await this.channel.close();
   }
 
   /** Whether the last batch found the events queue full (refused whole): try again in REFUSED_RETRY_MS. */
@@ -168,23 +210,101 @@ export class Publisher {
    * confirmed and commits.
    */
   async runBatch(): Promise<number> {
-    this.full = false;
-    this.more = false;
-    if (Date.now() < this.holdUntil) return 0;
-    const expected = this.expecting;
-    this.expecting = false;
-    if (!expected && !(await hasUnpublishedEvents(this.db))) return 0;
-    return onOneConnection(this.db, (conn) => this.publish(conn));
+    await this.settled();
+    const release = this.claim();
+    try {
+      this.full = false;
+      this.more = false;
+      if (Date.now() < this.holdUntil) return 0;
+      const expected = this.expecting;
+      this.expecting = false;
+      if (!expected && this.headSeen) {
+        this.headSeen = false;
+        return 0;
+      }
+      if (!expected && !(await hasUnpublishedEvents(this.db))) return 0;
+      const published = await onOneConnection(this.db, async (conn) => {
+        const [, lock, head] = await runScript(conn, [begin, tryPublishLock, unpublishedHead(this.window)]);
+        return this.publish(conn, lock as { ok: boolean }[], head as UnpublishedEvent[]);
+      });
+      this.failing = false;
+      return published;
+    } catch (error) {
+      this.failing = true;
+      throw error;
+    } finally {
+      release();
+    }
   }
 
-  private async publish(conn: Kysely<Database>): Promise<number> {
-    const [, lock, head] = await runScript(conn, [begin, tryPublishLock, unpublishedHead(this.window)]);
-    if (!(lock as { ok: boolean }[])[0]!.ok) {
+  /**
+   * A batch for the recorder to open after its COMMIT (PublishOpening), or none: while another
+   * batch is under way, or the last one failed, left events waiting, found the queue full or
+   * refusing, or no queue bound. Then the loop publishes, as it does every event it is woken for.
+   *
+   * Such a batch reads the head of the whole table, whoever recorded its events (another replica,
+   * one that died since): it publishes them too, or, with more than it takes, wakes the loop. So
+   * while the recorder opens batches, the loop's idle rounds skip asking whether any event waits;
+   * the first round after the recorder stops opening them asks again.
+   */
+  open(): PublishOpening | undefined {
+    const calm = !this.failing && !this.more && this.window >= this.options.batchSize;
+    if (this.inFlight || !calm || Date.now() < this.holdUntil) return undefined;
+    const release = this.claim();
+    return {
+      statements: [begin, tryPublishLock, unpublishedHeadSeqs(this.window)],
+      publish: async (conn, [, lock, seqs], recorded) => {
+        try {
+          this.full = false;
+          const bySeq = new Map(recorded.map((e) => [e.seq, e]));
+          const head = (seqs as { seq: number }[]).map(({ seq }) => bySeq.get(seq));
+          // Rows of events recorded before this batch are not at hand: takeUnpublished reads them.
+          const held = head.every((e) => e !== undefined) ? head : undefined;
+          const published = await this.publish(conn, lock as { ok: boolean }[], held);
+          this.failing = false;
+          if (this.more || this.full || published === 0) {
+            this.expecting = true;
+            this.options.wake?.();
+          } else this.headSeen = true;
+        } catch (error) {
+          this.failing = true;
+          this.logger.error({ err: error }, 'publish after recording failed (the loop tries again)');
+          this.options.wake?.();
+          throw error;
+        } finally {
+          release();
+        }
+      },
+      cancel: release,
+    };
+  }
+
+  /** Marks a batch under way until the returned function is called. */
+  private claim(): () => void {
+    let release!: () => void;
+    const inFlight = new Promise<void>((resolve) => (release = resolve));
+    this.inFlight = inFlight;
+    return () => {
+      if (this.inFlight === inFlight) this.inFlight = undefined;
+      release();
+    };
+  }
+
+  /**
+   * The batch, once its transaction is open and has tried the lock: takes the head (read already,
+   * or, given none, read by takeUnpublished), publishes, forgets what was confirmed, commits.
+   */
+  private async publish(
+    conn: Kysely<Database>,
+    lock: { ok: boolean }[],
+    head: UnpublishedEvent[] | undefined,
+  ): Promise<number> {
+    if (!lock[0]!.ok) {
       await rollback(conn);
       return 0;
     }
     const window = this.window;
-    const taken = await takeUnpublished(conn, window, head as UnpublishedEvent[]);
+    const taken = await takeUnpublished(conn, window, head);
     // Quiet agencies' events first, to the express queue: they never wait behind an import.
     const express = quietAgencyEvents(taken, window);
     const events = [...taken.filter((e) => express.has(e)), ...taken.filter((e) => !express.has(e))];

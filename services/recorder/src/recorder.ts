@@ -14,6 +14,7 @@ import { begin, commit, onOneConnection, runScript } from '@trips/db/script';
 import type { OutboxRow } from '@trips/db';
 import type { Logger } from '@trips/runtime';
 import { changeOf, classify, type Effect } from './catalogue.ts';
+import type { PublishOpening } from './publisher.ts';
 
 export interface RecorderOptions {
   batchSize: number;
@@ -30,7 +31,11 @@ export interface BatchResult {
   events: UnpublishedEvent[];
   /** The batch took as many changes, or due groups, as it may: more are likely waiting. */
   full: boolean;
+  /** Its events are being published on its connection, by a batch it opened (PublishOpening). */
+  publishing: boolean;
 }
+
+const idle = (): BatchResult => ({ changes: 0, captured: [], events: [], full: false, publishing: false });
 
 /** A batch's effects reduced to three writes: events now, groups dropped, groups opened/extended. */
 export function planBatch(effects: Effect[]): {
@@ -80,7 +85,10 @@ const HOUR_MS = 3_600_000;
  *
  * A batch is two round trips to Postgres, each a script (@trips/db/script): one opens the
  * transaction, takes the lock and reads the outbox's head; the other writes everything and
- * commits. Round trips were most of what a batch cost (docs/benchmarks.md, "Pipeline").
+ * commits. Round trips were most of what a batch cost (docs/benchmarks.md, "Pipeline"), so the
+ * second one also opens the publisher's batch for the events it records, when the publisher is
+ * free to take one (Publisher.open): that batch goes on, on the same connection, after runBatch
+ * has answered, and the recorder's next batch does not wait for RabbitMQ's confirms.
  */
 export class Recorder {
   private readonly db: Kysely<Database>;
@@ -100,18 +108,33 @@ export class Recorder {
     this.logger = logger;
   }
 
-  /** One batch; answers what it did. */
-  async runBatch(): Promise<BatchResult> {
-    if (!this.busy && !(await hasRecorderWork(this.db)))
-      return { changes: 0, captured: [], events: [], full: false };
+  /**
+   * One batch; answers what it did. `open`, when given, is asked for a publish batch to follow the
+   * commit (Publisher.open); a failure of that batch after the commit is the publisher's to report.
+   */
+  async runBatch(open?: () => PublishOpening | undefined): Promise<BatchResult> {
+    if (!this.busy && !(await hasRecorderWork(this.db))) return idle();
     if (Date.now() + HOUR_MS > this.partitionsUntil) await this.ensurePartitions();
-    const result = await onOneConnection(this.db, (conn) => this.record(conn));
+    const result = await new Promise<BatchResult>((resolve, reject) => {
+      let recorded = false;
+      onOneConnection(this.db, async (conn) => {
+        const { batch, publish } = await this.record(conn, open);
+        recorded = true;
+        resolve(batch);
+        await publish?.(conn);
+      }).catch((error: unknown) => {
+        if (!recorded) reject(error);
+      });
+    });
     this.busy = result.changes > 0 || result.events.length > 0;
     if (this.busy) this.logBatch(result);
     return result;
   }
 
-  private async record(conn: Kysely<Database>): Promise<BatchResult> {
+  private async record(
+    conn: Kysely<Database>,
+    open: (() => PublishOpening | undefined) | undefined,
+  ): Promise<{ batch: BatchResult; publish?: (conn: Kysely<Database>) => Promise<void> }> {
     const { batchSize, groupQuietMs, groupMaxMs } = this.options;
     const [, , head] = await runScript(conn, [begin, recordLock, outboxHead(batchSize)]);
     const rows = await claimOutbox(conn, batchSize, head as OutboxRow[]);
@@ -120,20 +143,33 @@ export class Recorder {
       ...dropGroups(conn, plan.drops),
       ...touchGroups(conn, plan.touches, { quietMs: groupQuietMs, maxMs: groupMaxMs }),
     ];
-    const results = await runScript(conn, [
-      ...before,
-      recordEvents(plan.events, { dueGroups: batchSize }),
-      ...deleteOutbox(rows.map((r) => r.id)),
-      commit,
-    ]);
+    // Only for events of this instant: a batch that finds none (groups due, if any) goes on as before.
+    const opening = plan.events.length > 0 ? open?.() : undefined;
+    const following = opening?.statements ?? [];
+    let results: unknown[][];
+    try {
+      results = await runScript(conn, [
+        ...before,
+        recordEvents(plan.events, { dueGroups: batchSize }),
+        ...deleteOutbox(rows.map((r) => r.id)),
+        commit,
+        ...following,
+      ]);
+    } catch (error) {
+      opening?.cancel();
+      throw error;
+    }
     const events = (results[before.length] as UnpublishedEvent[]).sort((a, b) => a.seq - b.seq);
     const due = events.length - plan.events.length;
-    return {
+    const batch = {
       changes: rows.length,
       captured: rows,
       events,
       full: rows.length >= batchSize || due >= batchSize,
+      publishing: opening !== undefined,
     };
+    const opened = results.slice(results.length - following.length);
+    return { batch, publish: opening && ((c) => opening.publish(c, opened, events)) };
   }
 
   private logBatch({ changes, events }: BatchResult): void {

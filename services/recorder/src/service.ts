@@ -47,6 +47,11 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
       batchSize: config.batchSize,
       publishTimeoutMs: config.publishTimeoutMs,
       onPublished: (events) => metrics.eventsPublished(events),
+      // A batch the recorder opened left work: as the loop's own round would (below).
+      wake: () =>
+        publisher.queueFull
+          ? setTimeout(() => publishLoop.kick(), REFUSED_RETRY_MS).unref()
+          : publishLoop.kick(),
     },
     logger.child({ component: 'publisher' }),
   );
@@ -67,13 +72,14 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
   const recordLoop = new Loop(
     'record',
     async () => {
-      const batch = await recorder.runBatch();
+      const batch = await recorder.runBatch(() => publisher.open());
       const { changes, events, full } = batch;
       const tracer = tracing.tracer;
       if (tracer && events.length) traceRecorded(tracer, batch);
       metrics.batchRecorded(batch);
-      // Publish right after the commit instead of at the publisher's next poll.
-      if (events.length) {
+      // Publish right after the commit instead of at the publisher's next poll, unless the batch
+      // opened the publisher's batch itself.
+      if (events.length && !batch.publishing) {
         publisher.expect();
         publishLoop.kick();
       }

@@ -3,7 +3,9 @@
 // batch is two scripts (open + lock + read the outbox's head; write everything + commit), after an
 // idle batch one EXISTS before them; a publisher batch is two (open + lock + read the head;
 // forget what was confirmed + commit), plus the EXISTS unless told events were just recorded.
-// However many changes the batch holds. A regression that adds a statement fails here.
+// A recorder batch that opens the publisher's batch after its commit (Publisher.open) makes the
+// two three in all. However many changes the batch holds. A regression that adds a statement
+// fails here.
 import { sql, type Kysely } from 'kysely';
 import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
 import { createDb, type Database } from '@trips/db';
@@ -75,6 +77,105 @@ test.each([1, 40])(
     expect(sent).toHaveLength(2); // busy: no EXISTS
   },
 );
+
+function startPublisher(): Publisher {
+  return new Publisher(
+    db,
+    connection,
+    { exchange, expressExchange: express, batchSize: 100, publishTimeoutMs: 10_000 },
+    new LogCapture('recorder').logger,
+  );
+}
+
+/** The events that reached the queue since the last call, by id. */
+async function arrived(): Promise<string[]> {
+  return onAmqpChannel(async (ch) => {
+    const ids: string[] = [];
+    for (let m = await ch.get(queue, { noAck: true }); m; m = await ch.get(queue, { noAck: true }))
+      ids.push(m.properties.messageId as string);
+    return ids;
+  });
+}
+
+const unpublishedIds = async () =>
+  (await sql<{ id: string }>`SELECT id FROM events_unpublished ORDER BY seq`.execute(db)).rows.map(
+    (r) => r.id,
+  );
+
+test('a recorder batch that opens the publisher’s batch: three round trips for both, the rows read once', async () => {
+  const recorder = handRecorder(db, { batchSize: 100 });
+  const publisher = startPublisher();
+  try {
+    await createTrips(1);
+    await drain(recorder);
+    await sql`DELETE FROM events_unpublished`.execute(db);
+    await arrived();
+    await createTrips(1);
+    await recorder.runBatch(); // now busy: no EXISTS before the next
+    await sql`DELETE FROM events_unpublished`.execute(db);
+
+    await createTrips(30);
+    sent = [];
+    const batch = await recorder.runBatch(() => publisher.open());
+    expect(batch.publishing).toBe(true);
+    await publisher.settled();
+    // BEGIN + lock + head; writes + COMMIT + BEGIN + lock + the head's seqs; DELETE + COMMIT
+    expect(sent).toHaveLength(3);
+    expect(sent[1]).toContain('SELECT seq FROM events_unpublished');
+    expect(await unpublishedIds()).toEqual([]);
+    expect(await arrived()).toEqual(batch.events.map((e) => e.id));
+  } finally {
+    await publisher.close();
+  }
+});
+
+test('an opened batch behind older unpublished events reads the head’s rows and publishes them all, oldest first', async () => {
+  const recorder = handRecorder(db, { batchSize: 100 });
+  const publisher = startPublisher();
+  try {
+    await drain(recorder);
+    await sql`DELETE FROM events_unpublished`.execute(db);
+    await arrived();
+    await createTrips(5);
+    await drain(recorder); // recorded, not published: a backlog
+    const older = await unpublishedIds();
+    expect(older).toHaveLength(5);
+
+    await createTrips(3);
+    sent = [];
+    const batch = await recorder.runBatch(() => publisher.open());
+    expect(batch.publishing).toBe(true);
+    await publisher.settled();
+    // EXISTS (the recorder was idle), the three above, and the head's rows, which it did not hold
+    expect(sent).toHaveLength(5);
+    expect(sent[3]).toContain('SELECT * FROM events_unpublished');
+    expect(await unpublishedIds()).toEqual([]);
+    expect(await arrived()).toEqual([...older, ...batch.events.map((e) => e.id)]);
+  } finally {
+    await publisher.close();
+  }
+});
+
+test('while a batch is under way the publisher opens none: the recorder’s batch leaves its events to the loop', async () => {
+  const recorder = handRecorder(db, { batchSize: 100 });
+  const publisher = startPublisher();
+  try {
+    await drain(recorder);
+    await createTrips(2);
+    const first = publisher.open();
+    expect(first).toBeDefined();
+    expect(publisher.open()).toBeUndefined();
+    const batch = await recorder.runBatch(() => publisher.open());
+    expect(batch.events).toHaveLength(2);
+    expect(batch.publishing).toBe(false);
+    first!.cancel();
+    const again = publisher.open();
+    expect(again).toBeDefined();
+    again!.cancel();
+  } finally {
+    await publisher.close();
+  }
+});
 
 test('a publisher batch is two round trips when told events were recorded, three otherwise', async () => {
   await drain(handRecorder(db));

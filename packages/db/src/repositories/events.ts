@@ -154,6 +154,15 @@ const UNPUBLISHED = { table: 'events_unpublished', order: 'seq' } as const;
 /** The oldest `limit + 1` unpublished events, for a script: pass its rows to takeUnpublished. */
 export const unpublishedHead = (limit: number): Statement => queueHead(UNPUBLISHED, limit);
 
+/**
+ * The seqs of the oldest `limit + 1` unpublished events, for a script whose caller has just
+ * recorded events and so may hold the head's rows already (the recorder's publish, publisher.ts):
+ * the rows are then not read twice. When it does not hold them all, takeUnpublished without a
+ * head reads them.
+ */
+export const unpublishedHeadSeqs = (limit: number): Statement =>
+  CompiledQuery.raw('SELECT seq FROM events_unpublished ORDER BY seq LIMIT $1', [limit + 1]);
+
 /** Whether any event waits to be published: one indexed EXISTS, cheap enough to poll often. */
 export async function hasUnpublishedEvents(db: Db): Promise<boolean> {
   const pending = await sql<{
