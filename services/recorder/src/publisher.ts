@@ -37,9 +37,9 @@ export const PUBLISH_CHUNK = 20;
 /**
  * The chunk while the queue takes whole batches (the window at the batch size): with a confirm
  * round trip per chunk of 20, publishing fell behind recording when nothing was full
- * (docs/benchmarks/recorder.md). The first
- * refusal after such a calm puts at most this many events ahead of the next agency's, once;
- * refusals then shrink the window, and chunks are PUBLISH_CHUNK until whole batches go again.
+ * (docs/benchmarks/recorder.md). The first refusal after such a calm puts at most this many events
+ * ahead of the next agency's, once; refusals then shrink the window, and chunks are PUBLISH_CHUNK
+ * until whole batches go again.
  */
 export const CALM_PUBLISH_CHUNK = 80;
 
@@ -61,10 +61,8 @@ export interface PublisherOptions {
 
 /**
  * A publish batch opened in the last round trip of a recorder's batch, after its COMMIT, on the
- * same connection (Recorder.runBatch): the events just recorded go out without a round trip of
- * their own to open the batch, and without reading their rows a second time. Each round trip costs
- * both processes a socket write and a wake-up, which on a busy machine were most of what a batch
- * cost (docs/benchmarks.md, "Pipeline").
+ * same connection (Recorder.runBatch): the events just recorded go out without a round trip to
+ * open the batch, nor a second read of their rows (docs/benchmarks.md, "Pipeline").
  */
 export interface PublishOpening {
   /** BEGIN, try PUBLISH_LOCK, the seqs at the head of events_unpublished: to follow a COMMIT. */
@@ -94,15 +92,14 @@ export interface PublishOpening {
  *
  * The dispatcher's events queue is bounded (@trips/broker's topology.ts): when it is full,
  * RabbitMQ refuses (nacks) the publishes. Refused events stay unpublished and go again in the
- * next round (after REFUSED_RETRY_MS when the queue took none), in a
- * batch no larger than what the queue took last time, or MIN_WINDOW if that is more (and never
- * more than the batch size), then doubling again, so a full queue costs a few refusals per round,
- * not a whole batch's. The batch is taken round-robin across agencies
- * (takeUnpublished), so room goes to every agency's oldest event first: a bulk import waits here,
- * not in the queue ahead of other agencies' events. Confirmed events are marked published even
- * when others of their batch were refused. The events of quiet agencies (express.ts) go first, to
- * the express exchange and the dispatcher's express queue, which no import fills: behind no
- * one's import at all.
+ * next round (after REFUSED_RETRY_MS when the queue took none), in a batch no larger than what the
+ * queue took last time, or MIN_WINDOW if that is more (and never more than the batch size), then
+ * doubling again, so a full queue costs a few refusals per round, not a whole batch's. The batch is
+ * taken round-robin across agencies (takeUnpublished), so room goes to every agency's oldest event
+ * first: a bulk import waits here, not in the queue ahead of other agencies' events. Confirmed
+ * events are marked published even when others of their batch were refused. The events of quiet
+ * agencies (express.ts) go first, to the express exchange and the dispatcher's express queue,
+ * which no import fills: behind no one's import at all.
  *
  * The bound is soft by up to a batch: a quorum queue finds itself full only after the enqueue that
  * overfills it, then tells the publishing channels, which refuse from then on, until it tells them
