@@ -1,7 +1,7 @@
-import { Agent as HttpsAgent } from 'node:https';
+import type { IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { createSecureContext, rootCertificates } from 'node:tls';
-import got, { type Got } from 'got';
-import { createSsrfGuard, guardedGotOptions } from '@trips/broker';
+import { createSsrfGuard, type SsrfGuard } from '@trips/broker';
 import type { Event } from '@trips/contracts';
 import { signatureHeader } from './signature.ts';
 
@@ -67,13 +67,18 @@ export interface DeliveryRequest {
 
 /**
  * Makes one webhook attempt (spec 4.4, D7): a signed POST of the event record, https only, no
- * redirects followed, got's own retries off (ours go through the delay queues), the status line and
- * headers within the timeout, never connecting to a non-public address unless allowed. It never throws:
+ * redirects followed, no retries of its own (ours go through the delay queues), the whole attempt
+ * within the timeout, never connecting to a non-public address unless allowed. It never throws:
  * every way an attempt can end is an AttemptResult.
+ *
+ * Node's own https.request, not an HTTP client library: an attempt needs none of a library's
+ * features (redirects, retries, decompression, hooks), and got cost more CPU per delivery than
+ * everything else the dispatcher does for it (docs/benchmarks/dispatcher.md).
  */
 export class Sender {
-  private readonly client: Got;
   private readonly agent: HttpsAgent;
+  private readonly guard: SsrfGuard;
+  private readonly timeoutMs: number;
 
   constructor(options: SenderOptions) {
     // Keep-alive: a busy endpoint gets its deliveries over a few warm connections instead of a TLS
@@ -93,16 +98,8 @@ export class Sender {
       timeout: 60_000,
       ...(secureContext && { secureContext }),
     });
-    const guard = createSsrfGuard({ allowPrivateNetworks: options.allowPrivateNetworks });
-    this.client = got.extend(guardedGotOptions(guard), {
-      method: 'POST',
-      agent: { https: this.agent },
-      timeout: { request: options.timeoutMs },
-      followRedirect: false,
-      retry: { limit: 0 },
-      throwHttpErrors: false,
-      decompress: false,
-    });
+    this.guard = createSsrfGuard({ allowPrivateNetworks: options.allowPrivateNetworks });
+    this.timeoutMs = options.timeoutMs;
   }
 
   async send(request: DeliveryRequest): Promise<AttemptResult> {
@@ -124,23 +121,36 @@ export class Sender {
     const body = JSON.stringify(request.event);
     // Each attempt signs anew with its own time (D7).
     const signature = signatureHeader(body, request.secrets, Math.floor(Date.now() / 1000));
-    const stream = this.client.stream(url, {
-      body,
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': USER_AGENT,
-        'service-event-id': request.event.id,
-        'service-event-type': request.event.type,
-        'service-signature': signature,
-      },
-    });
+    let response: IncomingMessage | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let post: ReturnType<typeof httpsRequest> | undefined;
     try {
-      const response = await new Promise<{ statusCode: number; rawHeaders: string[] }>((resolve, reject) => {
-        stream.once('response', resolve);
-        stream.once('error', reject);
+      // An IP literal is connected to without a lookup: checked here. A name is checked by the
+      // guard's lookup, on the very addresses the connection then uses.
+      this.guard.checkUrl(url);
+      const sending = httpsRequest(url, {
+        method: 'POST',
+        agent: this.agent,
+        lookup: this.guard.lookup,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'user-agent': USER_AGENT,
+          'service-event-id': request.event.id,
+          'service-event-type': request.event.type,
+          'service-signature': signature,
+        },
       });
-      const { text, cut } = await readPrefix(stream, BODY_LIMIT, BODY_GRACE_MS);
-      const status = response.statusCode;
+      post = sending;
+      timer = setTimeout(() => sending.destroy(new AttemptTimeout(this.timeoutMs)), this.timeoutMs);
+      response = await new Promise<IncomingMessage>((resolve, reject) => {
+        sending.once('response', resolve);
+        // Kept after the answer: a timeout or reset while its body comes is an error here too.
+        sending.on('error', reject);
+        sending.end(body);
+      });
+      const { text, cut } = await readPrefix(response, BODY_LIMIT, BODY_GRACE_MS);
+      const status = response.statusCode ?? 0;
       const error =
         status >= 200 && status < 300 ? null : status >= 300 && status < 400 ? 'redirect' : 'http_status';
       return finish({
@@ -160,7 +170,9 @@ export class Sender {
         errorDetail: errorCodeOf(error).slice(0, 100) || null,
       });
     } finally {
-      stream.destroy();
+      clearTimeout(timer);
+      // A whole answer leaves its connection to the agent, for the next attempt; any other is closed.
+      if (!response?.complete) post?.destroy();
     }
   }
 
@@ -169,11 +181,20 @@ export class Sender {
   }
 }
 
+/** The attempt's whole time ran out: the status line, headers or body did not come in time. */
+class AttemptTimeout extends Error {
+  readonly code = 'ETIMEDOUT';
+  constructor(ms: number) {
+    super(`no complete answer within ${ms} ms`);
+    this.name = 'TimeoutError';
+  }
+}
+
 /**
  * Reads at most `limit` bytes of the answer, for at most `graceMs`, and closes the stream: the
  * status has decided the outcome, the body is only logged, and an endpoint answering slowly or
- * endlessly must hold neither a concurrency slot nor our memory. got's timeout still runs, so the
- * grace never outlasts it. A body cut off keeps what arrived.
+ * endlessly must hold neither a concurrency slot nor our memory. The attempt's timeout still runs,
+ * so the grace never outlasts it. A body cut off keeps what arrived.
  */
 async function readPrefix(
   stream: AsyncIterable<Buffer> & { destroy(): void },
@@ -234,7 +255,7 @@ const errorCodeOf = (error: unknown): string => {
 const TLS_CODES =
   /^(ERR_TLS_|ERR_SSL_|EPROTO$|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|HOSTNAME_MISMATCH|ERR_OSSL)/;
 
-/** Maps what got and Node throw to the error classes owners see. */
+/** Maps what Node and the SSRF guard throw to the error classes owners see. */
 function attemptErrorOf(error: unknown): AttemptError {
   const e = error as { name?: string };
   const code = errorCodeOf(error);
