@@ -3,7 +3,6 @@
 import dns from 'node:dns';
 import net, { type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import type { BeforeRequestHook } from 'got';
 
 // IANA's global unicast block. Everything outside it (::/8 with its IPv4-compatible forms like
 // ::7f00:1, fc00::/7, fe80::/10, ff00::/8) is not a public destination, so the IPv6 check is an
@@ -100,28 +99,6 @@ export function createSsrfGuard({ allowPrivateNetworks }: { allowPrivateNetworks
           return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '');
         callback(null, first.address, first.family);
       });
-    },
-  };
-}
-
-/**
- * The got options every delivery spreads: the guarded lookup for names, and a beforeRequest hook
- * for IP literals. got runs beforeRequest again for every redirect it follows, so a redirect to a
- * literal is checked too. Careful: a later `hooks:` key in the same object literal drops the guard's
- * hook; pass these to got.extend (which concatenates hooks) when other hooks are needed.
- */
-export function guardedGotOptions(guard: SsrfGuard): {
-  dnsLookup: LookupFunction;
-  hooks: { beforeRequest: BeforeRequestHook[] };
-} {
-  return {
-    dnsLookup: guard.lookup,
-    hooks: {
-      beforeRequest: [
-        (options) => {
-          if (options.url) guard.checkUrl(new URL(options.url));
-        },
-      ],
     },
   };
 }

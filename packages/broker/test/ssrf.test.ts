@@ -5,9 +5,25 @@ import https from 'node:https';
 import net, { type LookupFunction } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import got from 'got';
+import got, { type BeforeRequestHook } from 'got';
 import { waitFor } from '@trips/testkit';
-import { createSsrfGuard, guardedGotOptions, isPublicAddress, SsrfBlocked } from '../src/ssrf.ts';
+import { createSsrfGuard, isPublicAddress, SsrfBlocked, type SsrfGuard } from '../src/ssrf.ts';
+
+/**
+ * The guard given to an HTTP client with its two checks, as the dispatcher's Sender gives them to
+ * https.request (its own tests cover that path): the lookup for names, and checkUrl for IP literals,
+ * here in got's beforeRequest hook, which got runs again for every redirect it follows, so that
+ * the guard is also shown to hold on a followed redirect, which the Sender never makes.
+ */
+function guardedGotOptions(guard: SsrfGuard): {
+  dnsLookup: LookupFunction;
+  hooks: { beforeRequest: BeforeRequestHook[] };
+} {
+  return {
+    dnsLookup: guard.lookup,
+    hooks: { beforeRequest: [(options) => void (options.url && guard.checkUrl(new URL(options.url)))] },
+  };
+}
 
 describe('isPublicAddress', () => {
   test.each(['8.8.8.8', '1.1.1.1', '93.184.215.14', '2606:4700:4700::1111', '::ffff:8.8.8.8'])(
