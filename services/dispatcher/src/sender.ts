@@ -171,8 +171,8 @@ export class Sender {
       });
     } finally {
       clearTimeout(timer);
-      // A whole answer leaves its connection to the agent, for the next attempt; any other is closed.
-      if (!response?.complete) post?.destroy();
+      // An answer cut short closes its connection; a whole one has left it to the agent already.
+      post?.destroy();
     }
   }
 

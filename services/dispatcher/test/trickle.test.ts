@@ -21,6 +21,8 @@ interface Endpoint {
   url: string;
   /** Whether the dispatcher has closed the answer it was sending. */
   closed: boolean;
+  /** TCP connections the endpoint has accepted. */
+  connections: number;
   close(): Promise<void>;
 }
 
@@ -40,6 +42,7 @@ async function startEndpoint(status: number, then: (res: ServerResponse) => void
     });
   });
   server.on('connection', (socket: Socket) => {
+    endpoint.connections++;
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
@@ -47,6 +50,7 @@ async function startEndpoint(status: number, then: (res: ServerResponse) => void
   const endpoint: Endpoint = {
     url: `https://localhost:${(server.address() as AddressInfo).port}/hooks`,
     closed: false,
+    connections: 0,
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => server.close(resolve));
@@ -106,6 +110,23 @@ describe('once the headers are in, the status decides and the body gets a short 
     } finally {
       quick.close();
       await late.close();
+    }
+  });
+});
+
+describe('connections', () => {
+  test('a whole answer leaves its connection for the next attempt; an answer cut short closes it', async () => {
+    const whole = await startEndpoint(200, (res) => res.end());
+    const cut = await startEndpoint(200, trickle);
+    try {
+      for (let i = 0; i < 3; i++)
+        expect(await send(whole.url)).toMatchObject({ statusCode: 200, error: null });
+      expect(whole.connections).toBe(1); // one TLS handshake for the three
+      for (let i = 0; i < 2; i++) expect(await send(cut.url)).toMatchObject({ bodyCut: true });
+      expect(cut.connections).toBe(2);
+    } finally {
+      await whole.close();
+      await cut.close();
     }
   });
 });
