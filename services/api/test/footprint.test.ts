@@ -51,10 +51,10 @@ test('the API loads no JSON Schema compiler, none of the dispatcher service and 
 });
 
 test('the check sees them where they are loaded', () => {
-  // The dispatcher's entry point loads its whole service: got, which imports node:http as an ES
+  // The dispatcher's entry point loads its whole service: its sender imports node:https as an ES
   // module, and amqp-connection-manager. What the API would carry if it imported it.
   const { modules, builtins } = loadedBy('../../dispatcher/src/index.ts');
-  expect(modules.map(packageOf)).toEqual(expect.arrayContaining(['got', 'amqp-connection-manager']));
+  expect(modules.map(packageOf)).toEqual(expect.arrayContaining(['amqp-connection-manager']));
   expect(builtins.some(isUndici)).toBe(true);
 });
 
