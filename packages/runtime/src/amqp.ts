@@ -98,6 +98,19 @@ export class RecoveringChannel {
     }, this.reopenDelayMs);
   }
 
+  /**
+   * Replaces the channel now with a new one (whose setup runs again) and closes the old: for a
+   * consumer that wants RabbitMQ to take back what it counts as delivered on the old channel.
+   */
+  reopen(): void {
+    if (this.closed) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const old = this.current;
+    this.current = this.open();
+    void old.close().catch(() => {});
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.timer);

@@ -36,6 +36,12 @@ export function readConfig(source: Record<string, string | undefined> = process.
     retentionMs: env.duration('EVENT_RETENTION', '30d'),
     /** Events, and as many queued deliveries, in flight per dispatcher; bounds memory and sockets. */
     prefetch: env.int('DISPATCHER_PREFETCH', 100, { min: 1, max: 10_000 }),
+    /**
+     * A consumer that received nothing for this long, and holds nothing, consumes on a new channel,
+     * which returns any message its queue counts as delivered on the old one but never sent (a
+     * quorum queue can strand some around a leader change: consumer.ts, reopenIfIdle). 0: never.
+     */
+    consumerIdleReopenMs: env.duration('DISPATCHER_CONSUMER_IDLE_REOPEN', '1m', { allowZero: true }),
     /** Attempts in flight to one webhook from one dispatcher; more wait in the webhook's lane (lanes.ts). */
     endpointConcurrency: env.int('DISPATCHER_ENDPOINT_CONCURRENCY', 10, { min: 1, max: 1_000 }),
     /**

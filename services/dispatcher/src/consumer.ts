@@ -75,6 +75,20 @@ export interface ConsumerOptions {
    * queue; default 20 minutes, below RabbitMQ's consumer_timeout (see HOLD_LIMIT_MS).
    */
   holdLimitMs?: number;
+  /**
+   * After this long with no delivery and nothing held, the consumer moves to a new channel, which
+   * gives back whatever the queue still counts as delivered on the old one (see reopenIfIdle).
+   * 0 or unset: never.
+   */
+  idleReopenMs?: number;
+}
+
+/** The channel consumed on now. `retired`: being replaced; what still arrives on it is not handled. */
+interface Current {
+  ch: ConfirmChannel;
+  consumerTag: string;
+  acks: ChannelAcks;
+  retired: boolean;
 }
 
 /**
@@ -101,7 +115,10 @@ export class Consumer {
   private readonly logger: Logger;
   private readonly channel: RecoveringChannel;
   private readonly inFlight = new Set<Promise<void>>();
-  private current: { ch: ConfirmChannel; consumerTag: string; acks: ChannelAcks } | undefined;
+  private current: Current | undefined;
+  /** The last delivery, settlement or new channel: what idleness is counted from. */
+  private activeAt = Date.now();
+  private readonly watchdog: NodeJS.Timeout | undefined;
   private stopping = false;
   /** Handling failures in a row, for the pause before a failed message is returned. */
   private failures = 0;
@@ -124,12 +141,18 @@ export class Consumer {
           const acks = new ChannelAcks(ch, (error, messages) =>
             this.logger.warn({ err: error, messages }, 'channel gone before ack; RabbitMQ redelivers'),
           );
+          const current: Current = { ch, consumerTag: '', acks, retired: false };
           const { consumerTag } = await ch.consume(options.queue, (message) => {
             if (!message) return this.cancelled(ch);
+            // Its channel is closing (reopenIfIdle): the close returns the message to its queue.
+            if (current.retired) return;
+            this.activeAt = Date.now();
             acks.received(message);
             this.track(this.process(ch, acks, message));
           });
-          this.current = { ch, consumerTag, acks };
+          current.consumerTag = consumerTag;
+          this.current = current;
+          this.activeAt = Date.now();
           this.markConsuming();
           ch.once('close', () => {
             if (this.current?.ch === ch) this.current = undefined;
@@ -138,6 +161,39 @@ export class Consumer {
       },
       this.logger,
     );
+    if (options.idleReopenMs) {
+      this.watchdog = setInterval(
+        () => this.reopenIfIdle(options.idleReopenMs!),
+        Math.max(options.idleReopenMs / 4, 100),
+      );
+      this.watchdog.unref();
+    }
+  }
+
+  /**
+   * Moves to a new channel when nothing has arrived for `idleMs` and this process holds no message.
+   * Why: on RabbitMQ 3.10 (as up to 4.2) a quorum queue can count messages as delivered to this
+   * consumer that never reached its channel, around a change of the queue's leader (the member on
+   * the consumer's node installs a snapshot instead of applying the checkouts, so nobody sends
+   * them: fixed in 4.3). The channel's client notices such a gap only when a later delivery arrives
+   * (rabbit_fifo_client); on a queue gone quiet, or with the prefetch used up by the gap, none does,
+   * and the messages wait for as long as the channel lives. Closing the channel returns them. Only
+   * when nothing is held, so that nothing handled here is delivered again (docs/operations.md,
+   * "The failover test").
+   */
+  private reopenIfIdle(idleMs: number): void {
+    const current = this.current;
+    if (this.stopping || !current || current.retired || this.inFlight.size > 0) return;
+    const quietMs = Date.now() - this.activeAt;
+    if (quietMs < idleMs) return;
+    current.retired = true;
+    current.acks.flush();
+    this.activeAt = Date.now();
+    this.logger.debug(
+      { queue: this.options.queue, quietMs },
+      'consumer idle, nothing held: consuming on a new channel',
+    );
+    this.channel.reopen();
   }
 
   /**
@@ -179,6 +235,7 @@ export class Consumer {
         }),
     };
     const outcome = await this.settle(message, publisher);
+    this.activeAt = Date.now();
     if (outcome === 'ack') acks.ack(message);
     else if (outcome === 'park')
       acks.reject(message, { requeue: false }); // dead-lettered to the parked queue
@@ -253,6 +310,7 @@ export class Consumer {
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    clearInterval(this.watchdog);
     if (this.current) {
       await this.current.ch.cancel(this.current.consumerTag).catch(() => {});
     }

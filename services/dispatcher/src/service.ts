@@ -272,6 +272,7 @@ function createConsumers(
         name,
         queue,
         prefetch: config.prefetch,
+        idleReopenMs: config.consumerIdleReopenMs,
         setup: (ch) => declareTopology(ch, names),
         handle,
         dependenciesUp: postgresUp,
