@@ -154,7 +154,18 @@ cluster_name = $name
 # declaring client is connected to): the queues' work is spread across the three nodes.
 queue_leader_locator = balanced
 log.console = false
-log.file.level = info
+# Ra (the quorum queues' Raft) at debug, the rest at info: a follower installing a snapshot is logged
+# at debug only, and on 3.10 that is what can strand deliveries (docs/operations.md, "The failover
+# test"), which the failover test counts from these logs.
+log.file.level = debug
+log.default.level = info
+log.connection.level = info
+log.channel.level = info
+log.queue.level = info
+log.mirroring.level = info
+log.federation.level = info
+log.upgrade.level = info
+log.ra.level = debug
 CONF
     [ "$n" = 1 ] || cat >>"$base/rabbitmq.conf" <<CONF
 cluster_formation.peer_discovery_backend = classic_config

@@ -235,6 +235,7 @@ async function parkedCount(): Promise<number> {
 async function keepEvidence(undelivered: { id: string; at: number }[]): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'trips-failover-test-'));
   for (const r of replicas) r.saveLogs(dir);
+  cluster!.nodeLogs().forEach((text, i) => writeFileSync(join(dir, `rabbitmq-node${i + 1}.log`), text));
   const ids = undelivered.map((e) => e.id);
   const rows = async (table: 'events_unpublished' | 'webhook_attempts') =>
     ids.length
@@ -270,6 +271,21 @@ async function keepEvidence(undelivered: { id: string; at: number }[]): Promise<
   };
   writeFileSync(join(dir, 'evidence.json'), JSON.stringify(evidence, null, 1));
   return dir;
+}
+
+/**
+ * The snapshots a queue's follower installed, as `queue@node` (Ra logs them at debug, which the
+ * cluster's nodes log for Ra). On 3.10 the deliveries a snapshot covers are never sent to the
+ * consumers on that node: the window DISPATCHER_CONSUMER_IDLE_REOPEN closes (docs/operations.md).
+ */
+function snapshotsInstalled(): string[] {
+  return cluster!
+    .nodeLogs()
+    .flatMap((log, i) =>
+      [...log.matchAll(/queue '([^']+)' in vhost '[^']*': begin_accept snapshot/g)].map(
+        (m) => `${m[1]!.slice(prefix.length)}@${i + 1}`,
+      ),
+    );
 }
 
 function membership(queues: QueueState[]): string {
@@ -375,6 +391,8 @@ function membership(queues: QueueState[]): string {
     facts.push(['webhook requests (with redeliveries)', receiver.requests.length]);
     facts.push(['events confirmed before the kill', confirmedBeforeKill.size]);
     facts.push(['longest recorded-to-delivered', seconds(Math.max(...latencies))]);
+    facts.push(['events delivered over 3 s after being recorded', latencies.filter((l) => l > 3_000).length]);
+    facts.push(['snapshots installed by a follower (queue@node)', snapshotsInstalled().join(', ') || 'none']);
     const parked = await parkedCount();
     const left = await undelivered();
     if (left.length || parked)

@@ -4,7 +4,7 @@
 // ports, data and cookie.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -114,6 +114,17 @@ export class LocalRabbitCluster {
     const n = [...this.running][0]!;
     const { stdout } = await this.do(['ctl', String(n), ...args, '--formatter', 'json']);
     return JSON.parse(stdout) as Row[];
+  }
+
+  /** Each node's log as it stands, in node order ('' for a node that wrote none). */
+  nodeLogs(): string[] {
+    return [1, 2, 3].map((n) => {
+      try {
+        return readFileSync(join(this.dir, `node${n}`, 'log', 'node.log'), 'utf8');
+      } catch {
+        return '';
+      }
+    });
   }
 
   /** Every node stopped and its directory removed; safe to call twice. */
