@@ -154,9 +154,9 @@ cluster_name = $name
 # declaring client is connected to): the queues' work is spread across the three nodes.
 queue_leader_locator = balanced
 log.console = false
-# Ra (the quorum queues' Raft) at debug, the rest at info: a follower installing a snapshot is logged
-# at debug only, and on 3.10 that is what can strand deliveries (docs/operations.md, "The failover
-# test"), which the failover test counts from these logs.
+# Debug for RabbitMQ's own messages and Ra (the quorum queues' Raft: elections, catching up, each
+# channel's 'Detected QQ leader change'), info for connections and channels: a failed failover test
+# keeps these logs, to read which node missed what (docs/operations.md, "The failover test").
 log.file.level = debug
 log.default.level = info
 log.connection.level = info

@@ -273,21 +273,6 @@ async function keepEvidence(undelivered: { id: string; at: number }[]): Promise<
   return dir;
 }
 
-/**
- * The snapshots a queue's follower installed, as `queue@node` (Ra logs them at debug, which the
- * cluster's nodes log for Ra). On 3.10 the deliveries a snapshot covers are never sent to the
- * consumers on that node: the window DISPATCHER_CONSUMER_IDLE_REOPEN closes (docs/operations.md).
- */
-function snapshotsInstalled(): string[] {
-  return cluster!
-    .nodeLogs()
-    .flatMap((log, i) =>
-      [...log.matchAll(/queue '([^']+)' in vhost '[^']*': begin_accept snapshot/g)].map(
-        (m) => `${m[1]!.slice(prefix.length)}@${i + 1}`,
-      ),
-    );
-}
-
 function membership(queues: QueueState[]): string {
   return queues
     .map((q) => `${q.name.slice(prefix.length)}: ${q.online.length}/${q.members.length} online`)
@@ -392,7 +377,6 @@ function membership(queues: QueueState[]): string {
     facts.push(['events confirmed before the kill', confirmedBeforeKill.size]);
     facts.push(['longest recorded-to-delivered', seconds(Math.max(...latencies))]);
     facts.push(['events delivered over 3 s after being recorded', latencies.filter((l) => l > 3_000).length]);
-    facts.push(['snapshots installed by a follower (queue@node)', snapshotsInstalled().join(', ') || 'none']);
     const parked = await parkedCount();
     const left = await undelivered();
     if (left.length || parked)

@@ -172,14 +172,13 @@ export class Consumer {
 
   /**
    * Moves to a new channel when nothing has arrived for `idleMs` and this process holds no message.
-   * Why: on RabbitMQ 3.10 (as up to 4.2) a quorum queue can count messages as delivered to this
-   * consumer that never reached its channel, around a change of the queue's leader (the member on
-   * the consumer's node installs a snapshot instead of applying the checkouts, so nobody sends
-   * them: fixed in 4.3). The channel's client notices such a gap only when a later delivery arrives
-   * (rabbit_fifo_client); on a queue gone quiet, or with the prefetch used up by the gap, none does,
-   * and the messages wait for as long as the channel lives. Closing the channel returns them. Only
-   * when nothing is held, so that nothing handled here is delivered again (docs/operations.md,
-   * "The failover test").
+   * Why: a quorum queue can count messages as checked out to this consumer that its channel never
+   * got, or got back with a nack that never reached the queue's new leader (deliveries sent from
+   * another node, and a leader change, go by sends RabbitMQ drops when the link is busy). The
+   * channel's client notices a missing delivery only when a later one arrives; on a queue gone
+   * quiet, or with the prefetch used up, none does, and the messages wait for as long as the
+   * channel lives. Closing the channel returns them. Only when nothing is held, so that nothing
+   * being handled here is given back (docs/operations.md, "Supported RabbitMQ versions").
    */
   private reopenIfIdle(idleMs: number): void {
     const current = this.current;

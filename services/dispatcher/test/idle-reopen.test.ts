@@ -3,15 +3,14 @@ import amqplib, { type ChannelModel, type ConfirmChannel, type ConsumeMessage } 
 import { amqpUrl, deleteAmqpObjects, LogCapture, randomAmqpPrefix, waitFor } from '@trips/testkit';
 import { Consumer } from '../src/consumer.ts';
 
-// A quorum queue can count messages as delivered to a consumer that never reached its channel (a
-// leader change on RabbitMQ before 4.3: docs/operations.md, "The failover test"). That cannot be
-// caused at will on one node, so these tests make the same state from the client's side: the first
-// channel's deliveries are swallowed before the Consumer sees them. RabbitMQ then holds them as
-// unacknowledged on that channel and the Consumer holds nothing, as after the broker's loss.
-// What this proves: an idle consumer's channel is reopened, which gives such messages back, and a
-// message being handled is never given back by it. What it cannot: that the broker loses
-// deliveries this way (the source says so, see consumer.ts), or that this was the failover test's
-// failure.
+// A quorum queue can count messages as checked out to a consumer whose channel never got them, or
+// whose nack never reached the queue (docs/operations.md, "Supported RabbitMQ versions"). That cannot
+// be caused at will, so these tests make the same state from the client's side: the first channel's
+// deliveries are swallowed before the Consumer sees them. RabbitMQ then counts them as unacknowledged
+// on that channel and the Consumer holds nothing, as after the broker's loss. What this proves: an
+// idle consumer's channel is reopened, which gives such messages back, and a message being handled
+// is never given back by it. What it cannot: that RabbitMQ strands messages (its source shows the
+// windows), or that this was the failover test's failure.
 const IDLE_MS = 1_000;
 const prefix = randomAmqpPrefix();
 const queue = `${prefix}idle`;
