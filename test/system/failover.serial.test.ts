@@ -273,19 +273,6 @@ async function keepEvidence(undelivered: { id: string; at: number }[]): Promise<
   return dir;
 }
 
-/** The queues' unacknowledged messages, as `queue: n` for each queue that has any. */
-async function unacknowledged(): Promise<string> {
-  const rows = await cluster!
-    .ctlJson<{ name: string; messages_unacknowledged: number }>([
-      'list_queues',
-      'name',
-      'messages_unacknowledged',
-    ])
-    .catch(() => []);
-  const held = rows.filter((q) => q.name.startsWith(prefix) && q.messages_unacknowledged > 0);
-  return held.map((q) => `${q.name.slice(prefix.length)}: ${q.messages_unacknowledged}`).join(', ') || 'none';
-}
-
 function membership(queues: QueueState[]): string {
   return queues
     .map((q) => `${q.name.slice(prefix.length)}: ${q.online.length}/${q.members.length} online`)
@@ -380,10 +367,6 @@ function membership(queues: QueueState[]): string {
       { timeoutMs: 60_000, intervalMs: 500 },
     ).catch(() => {});
     facts.push(['settling after the writers stopped', seconds(Date.now() - settling)]);
-    // Read before an idle consumer's channel is reopened (DISPATCHER_CONSUMER_IDLE_REOPEN), which
-    // would give such messages back: with every event delivered and nothing held, a message still
-    // counted here is one whose ack or nack the queue never got (docs/operations.md).
-    facts.push(['unacknowledged once settled', await unacknowledged()]);
 
     const events = await recorded();
     const first = firstDeliveries();
