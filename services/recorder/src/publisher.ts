@@ -1,7 +1,5 @@
 import type { Kysely } from 'kysely';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
-import type { ConfirmChannel, Message } from 'amqplib';
-import { eventMessageProperties } from '@trips/broker';
 import type { Database } from '@trips/db';
 import { tryPublishLock } from '@trips/db/advisory-locks';
 import {
@@ -13,11 +11,9 @@ import {
   type UnpublishedEvent,
 } from '@trips/db/events';
 import { begin, commit, onOneConnection, rollback, runScript, type Statement } from '@trips/db/script';
-import { atMostEvery, tracing, type Logger } from '@trips/runtime';
-import { RecoveringChannel } from '@trips/runtime/amqp';
+import { atMostEvery, type Logger } from '@trips/runtime';
+import { EventsChannel } from './events-channel.ts';
 import { quietAgencyEvents } from './express.ts';
-import { toMessage } from './message.ts';
-import { tracePublish } from './tracing.ts';
 
 /** How long the publisher waits before trying again events that no queue took. */
 export const UNROUTABLE_RETRY_MS = 1_000;
@@ -88,7 +84,8 @@ export interface PublishOpening {
  * ones too. While the broker is away the channel wrapper reconnects and the batch fails after
  * publishTimeoutMs, to be tried again. A channel RabbitMQ closes while the connection lives (the
  * exchange declared with another type, 406) is replaced after a pause, by RecoveringChannel, as
- * the dispatcher's are.
+ * the dispatcher's are; one that leaves a publish unconfirmed for publishTimeoutMs while the
+ * connection lives is replaced at once (events-channel.ts).
  *
  * The dispatcher's events queue is bounded (@trips/broker's topology.ts): when it is full,
  * RabbitMQ refuses (nacks) the publishes. Refused events stay unpublished and go again in the
@@ -115,12 +112,10 @@ export interface PublishOpening {
  */
 export class Publisher {
   private readonly db: Kysely<Database>;
-  private readonly channel: RecoveringChannel;
+  private readonly events: EventsChannel;
   private readonly options: PublisherOptions;
   private readonly logger: Logger;
 
-  /** Ids of this batch's messages that RabbitMQ handed back (basic.return): no queue took them. */
-  private readonly returned = new Set<string>();
   /** No batch before this (ms): the last one found no queue bound to the exchange. */
   private holdUntil = 0;
   private readonly unroutableWarningDue = atMostEvery(60_000);
@@ -153,22 +148,7 @@ export class Publisher {
     this.options = options;
     this.logger = logger;
     this.window = options.batchSize;
-    // Run on every channel opened, after a reconnect or a replaced channel too.
-    this.channel = new RecoveringChannel(
-      connection,
-      {
-        name: 'events-publisher',
-        setup: async (ch: ConfirmChannel) => {
-          ch.on('return', (message: Message) => {
-            const id = message.properties.messageId as string | undefined;
-            if (id) this.returned.add(id);
-          });
-          await ch.assertExchange(options.exchange, 'topic', { durable: true });
-          await ch.assertExchange(options.expressExchange, 'topic', { durable: true });
-        },
-      },
-      logger,
-    );
+    this.events = new EventsChannel(connection, options, logger);
   }
 
   /** Resolves once no batch is under way (one the recorder opened goes on after its batch). */
@@ -179,7 +159,7 @@ export class Publisher {
   /** Closes the channel once the batch under way, if any, has finished; call after the loop's last. */
   async close(): Promise<void> {
     await this.settled();
-    await this.channel.close();
+    await this.events.close();
   }
 
   /** Whether the last batch found the events queue full (refused whole): try again in REFUSED_RETRY_MS. */
@@ -305,49 +285,19 @@ export class Publisher {
     // Quiet agencies' events first, to the express queue: they never wait behind an import.
     const express = quietAgencyEvents(taken, window);
     const events = [...taken.filter((e) => express.has(e)), ...taken.filter((e) => !express.has(e))];
-    this.returned.clear();
-    const tracer = tracing.tracer;
-    const publish = (e: UnpublishedEvent) => {
-      const exchange = express.has(e) ? this.options.expressExchange : this.options.exchange;
-      const properties = {
-        ...eventMessageProperties(e),
-        mandatory: true,
-        timeout: this.options.publishTimeoutMs,
-      };
-      // Tracing on: the span's context goes in the headers, so it must start before the publish.
-      const traced = tracer && tracePublish(tracer, e, exchange, properties);
-      const confirmed = this.channel.wrapper.publish(
-        exchange,
-        e.type,
-        Buffer.from(JSON.stringify(toMessage(e))),
-        properties,
-      );
-      return traced ? traced(confirmed) : confirmed;
-    };
     // In chunks, stopping at the first refusal: a queue bounded by x-max-length takes a whole
     // burst while it is below its bound, so one large burst would put a whole batch ahead of the
     // next agency's event. A chunk at a time, the queue overshoots by one chunk at most; larger
     // chunks while it has not refused lately (CALM_PUBLISH_CHUNK).
-    const confirms: PromiseSettledResult<unknown>[] = [];
-    const size = window >= this.options.batchSize ? CALM_PUBLISH_CHUNK : PUBLISH_CHUNK;
-    for (let i = 0; i < events.length; i += size) {
-      const chunk = await Promise.allSettled(events.slice(i, i + size).map(publish));
-      confirms.push(...chunk);
-      if (chunk.some((c) => c.status === 'rejected')) break;
-    }
-    const confirmed = events.filter((_, i) => confirms[i]?.status === 'fulfilled');
-    const failures = confirms.flatMap((c) => (c.status === 'rejected' ? [c.reason as Error] : []));
-    const refused = failures.filter(isRefusal).length;
+    const chunk = window >= this.options.batchSize ? CALM_PUBLISH_CHUNK : PUBLISH_CHUNK;
+    const { confirmed, routed, refused, failure } = await this.events.send(events, express, chunk);
     // Failed otherwise (not confirmed in time, the channel gone): the broker is away; with
     // nothing confirmed the batch fails, to be tried again after the loop's back-off.
-    if (confirmed.length === 0 && refused < failures.length) throw failures.find((f) => !isRefusal(f));
+    if (confirmed.length === 0 && failure) throw failure;
     if (refused > 0) this.refused(confirmed.length, refused);
     else this.window = Math.min(this.options.batchSize, this.window * 2);
     this.more = taken.length >= window || refused > 0;
     if (this.more) this.expecting = true;
-    // RabbitMQ sends an unroutable message's basic.return before its confirm, so every return of
-    // this batch has arrived by now.
-    const routed = confirmed.filter((e) => !this.returned.has(e.id));
     if (routed.length < confirmed.length) this.holdOff(confirmed.length - routed.length);
     await runScript(conn, [...markPublished(routed.map((e) => e.seq)), commit]);
     this.options.onPublished?.(routed);
@@ -395,6 +345,3 @@ export class Publisher {
     );
   }
 }
-
-/** RabbitMQ refused the message (basic.nack): a bounded queue it routes to is full. */
-const isRefusal = (error: Error) => error.message === 'message nacked';
