@@ -46,6 +46,9 @@ const MAX_PAUSE_MS = 30_000;
  */
 const HOLD_LIMIT_MS = 20 * 60_000;
 
+/** How long a publish on a message's channel may wait for RabbitMQ's confirm (see retireUnconfirmed). */
+const PUBLISH_TIMEOUT_MS = 10_000;
+
 export type Handler = (message: ConsumeMessage, publisher: Publisher) => Promise<Disposition>;
 
 /**
@@ -81,6 +84,8 @@ export interface ConsumerOptions {
    * 0 or unset: never.
    */
   idleReopenMs?: number;
+  /** How long a handler's publish may wait for its confirm; default 10 s (see retireUnconfirmed). */
+  publishTimeoutMs?: number;
 }
 
 /** The channel consumed on now. `retired`: being replaced; what still arrives on it is not handled. */
@@ -144,11 +149,12 @@ export class Consumer {
           const current: Current = { ch, consumerTag: '', acks, retired: false };
           const { consumerTag } = await ch.consume(options.queue, (message) => {
             if (!message) return this.cancelled(ch);
-            // Its channel is closing (reopenIfIdle): the close returns the message to its queue.
+            // Its channel is being replaced (reopenIfIdle, retireUnconfirmed): the close returns the
+            // message to its queue.
             if (current.retired) return;
             this.activeAt = Date.now();
             acks.received(message);
-            this.track(this.process(ch, acks, message));
+            this.track(this.process(current, message));
           });
           current.consumerTag = consumerTag;
           this.current = current;
@@ -210,6 +216,28 @@ export class Consumer {
     void ch.close().catch(() => {});
   }
 
+  /**
+   * A publish on this channel went unconfirmed for publishTimeoutMs (its handler fails, and its
+   * message goes back to the queue): the channel takes no more messages, and once every message in
+   * hand is settled the consumer moves to a new one. Why: a channel that missed a quorum queue's
+   * leader change goes on sending that queue's enqueues to the old leader, so every later publish
+   * there would wait in vain too (docs/operations.md, "Supported RabbitMQ versions").
+   */
+  private retireUnconfirmed(current: Current): void {
+    if (this.stopping || current.retired) return;
+    current.retired = true;
+    this.logger.warn(
+      { queue: this.options.queue },
+      'RabbitMQ confirmed no publish in time on this channel: consuming on a new one once the messages in hand are settled',
+    );
+    void (async () => {
+      await current.ch.cancel(current.consumerTag).catch(() => {});
+      while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+      current.acks.flush();
+      if (!this.stopping && this.current === current) this.channel.reopen();
+    })();
+  }
+
   /** Resolves once the channel is set up and consuming (after any failed setups, see RecoveringChannel). */
   ready(): Promise<void> {
     return this.consuming;
@@ -224,13 +252,21 @@ export class Consumer {
     void work.finally(() => this.inFlight.delete(work));
   }
 
-  private async process(ch: ConfirmChannel, acks: ChannelAcks, message: ConsumeMessage): Promise<void> {
+  private async process(current: Current, message: ConsumeMessage): Promise<void> {
+    const { ch, acks } = current;
+    const timeoutMs = this.options.publishTimeoutMs ?? PUBLISH_TIMEOUT_MS;
     const publisher: Publisher = {
       publish: (exchange, routingKey, content, options) =>
         new Promise((resolve, reject) => {
-          ch.publish(exchange, routingKey, content, { persistent: true, ...options }, (err) =>
-            err ? reject(err as Error) : resolve(),
-          );
+          const timer = setTimeout(() => {
+            reject(new Error(`RabbitMQ did not confirm the publish within ${timeoutMs} ms`));
+            this.retireUnconfirmed(current);
+          }, timeoutMs);
+          ch.publish(exchange, routingKey, content, { persistent: true, ...options }, (err) => {
+            clearTimeout(timer);
+            if (err) reject(err as Error);
+            else resolve();
+          });
         }),
     };
     const outcome = await this.settle(message, publisher);
