@@ -227,8 +227,8 @@ export class Consumer {
     if (this.stopping || current.retired) return;
     current.retired = true;
     this.logger.warn(
-      { queue: this.options.queue },
-      'RabbitMQ confirmed no publish in time on this channel: consuming on a new one once the messages in hand are settled',
+      { queue: this.options.queue, timeoutMs: this.options.publishTimeoutMs ?? PUBLISH_TIMEOUT_MS },
+      'a publish went unconfirmed past its timeout: consuming on a new channel once the messages in hand are settled',
     );
     void (async () => {
       await current.ch.cancel(current.consumerTag).catch(() => {});

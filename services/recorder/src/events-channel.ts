@@ -119,7 +119,7 @@ export class EventsChannel {
   private replace(): void {
     this.logger.warn(
       { timeoutMs: this.options.publishTimeoutMs },
-      'RabbitMQ confirmed no publish in time on a live connection: publishing on a new channel',
+      'a publish went unconfirmed past its timeout on a live connection: publishing on a new channel',
     );
     this.channel.reopen();
   }
