@@ -148,6 +148,34 @@ describe('changes → events', () => {
     const events = [created!, status!, recorded('trip.deleted', 'trp_1', 1_520)];
     expect(checkRecording(quickDelete, events, RULES).violations).toEqual([]);
   });
+
+  test('a deletion committed as a due group is recorded may miss that batch; one well before it may not', () => {
+    const [created, status] = good();
+    const deletedAt = (at: number) => [
+      ...changes.slice(0, 5),
+      change(at, { events: [{ type: 'trip.deleted', objectId: 'trp_1', data: {} }], deleted: [trip] }),
+    ];
+    // Due at 2,900; the deletion commits at 2,940, within the slack of the update's batch at 2,950.
+    const raced = [
+      created!,
+      status!,
+      recorded('trip.updated', 'trp_1', 2_950),
+      recorded('trip.deleted', 'trp_1', 2_960),
+    ];
+    expect(checkRecording(deletedAt(2_940), raced, RULES).violations).toEqual([]);
+    // Deleted at 1,500, before the group was due: an update at 2,950 is made from nothing.
+    const stale = [
+      created!,
+      status!,
+      recorded('trip.deleted', 'trp_1', 1_520),
+      recorded('trip.updated', 'trp_1', 2_950),
+    ];
+    expect(checkRecording(deletedAt(1_500), stale, RULES).violations).toEqual([
+      expect.stringContaining(
+        'trip:trp_1: an update event at 2026-11-21T10:00:02.950Z with no change before it',
+      ),
+    ]);
+  });
 });
 
 describe('webhooks', () => {

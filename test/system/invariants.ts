@@ -137,8 +137,9 @@ function checkGroupedObject(
   const violations: string[] = [];
   updates.forEach((r, j) => {
     const previous = j > 0 ? updates[j - 1]! : -Infinity;
-    // A deletion before it dropped whatever was pending then (D6): only later changes count.
-    const deleted = Math.max(-Infinity, ...deletions.filter((d) => d < r));
+    // A deletion its batch had seen dropped whatever was pending then (D6): only later changes
+    // count. One committed within the slack before it may have missed that batch, as any change may.
+    const deleted = Math.max(-Infinity, ...deletions.filter((d) => d < r - slackMs));
     const since = touches.filter((t) => t > Math.max(previous - slackMs, deleted) && t <= r);
     if (!since.length) {
       violations.push(`${object}: an update event at ${iso(r)} with no change before it`);
