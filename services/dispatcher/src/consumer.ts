@@ -1,6 +1,6 @@
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
-import type { Logger } from '@trips/runtime';
+import { withTimeout, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import { ChannelAcks } from './acks.ts';
 
@@ -192,12 +192,17 @@ export class Consumer {
     const quietMs = Date.now() - this.activeAt;
     if (quietMs < idleMs) return;
     current.retired = true;
-    current.acks.flush();
-    this.activeAt = Date.now();
     this.logger.debug(
       { queue: this.options.queue, quietMs },
       'consumer idle, nothing held: consuming on a new channel',
     );
+    this.moveToNewChannel(current);
+  }
+
+  /** Acknowledges what is settled on the retired channel, then consumes on a new one. */
+  private moveToNewChannel(current: Current): void {
+    current.acks.flush();
+    this.activeAt = Date.now();
     this.channel.reopen();
   }
 
@@ -233,8 +238,8 @@ export class Consumer {
     void (async () => {
       await current.ch.cancel(current.consumerTag).catch(() => {});
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
-      current.acks.flush();
-      if (!this.stopping && this.current === current) this.channel.reopen();
+      if (this.stopping || this.current !== current) current.acks.flush();
+      else this.moveToNewChannel(current);
     })();
   }
 
@@ -257,17 +262,18 @@ export class Consumer {
     const timeoutMs = this.options.publishTimeoutMs ?? PUBLISH_TIMEOUT_MS;
     const publisher: Publisher = {
       publish: (exchange, routingKey, content, options) =>
-        new Promise((resolve, reject) => {
-          const timer = setTimeout(() => {
-            reject(new Error(`RabbitMQ did not confirm the publish within ${timeoutMs} ms`));
+        withTimeout(
+          new Promise<void>((resolve, reject) => {
+            ch.publish(exchange, routingKey, content, { persistent: true, ...options }, (err) =>
+              err ? reject(err as Error) : resolve(),
+            );
+          }),
+          timeoutMs,
+          () => {
             this.retireUnconfirmed(current);
-          }, timeoutMs);
-          ch.publish(exchange, routingKey, content, { persistent: true, ...options }, (err) => {
-            clearTimeout(timer);
-            if (err) reject(err as Error);
-            else resolve();
-          });
-        }),
+            return new Error(`RabbitMQ did not confirm the publish within ${timeoutMs} ms`);
+          },
+        ),
     };
     const outcome = await this.settle(message, publisher);
     this.activeAt = Date.now();
