@@ -1,5 +1,6 @@
 import { TripService, TripServiceError, type Event, type Trip } from '../../packages/sdk/src/index.ts';
 import { waitFor } from '@trips/testkit';
+import { defaultBaseUrl } from '../../packages/sdk/src/http.ts';
 import { insertContact, insertPayment, insertTrip, setTripStatus, startStack, type Stack } from './stack.ts';
 
 // The client (issue 25, items 2 and 3) against the real API and recorder: every call, auto-paging
@@ -129,4 +130,41 @@ test('bad arguments are refused with a clear TypeError before any request', () =
   expect(() => new TripService({ apiKey: '', baseUrl: stack.apiUrl })).toThrow(/apiKey is required/);
   expect(() => new TripService({ apiKey: 'tps_x', baseUrl: 'localhost:3000' })).toThrow(/baseUrl/);
   expect(() => client.trips.retrieve('')).toThrow(/id must be a non-empty string/);
+});
+
+test('without baseUrl the client talks to TRIPS_BASE_URL, as the trips command does, else localhost:3000', async () => {
+  const before = process.env.TRIPS_BASE_URL;
+  try {
+    process.env.TRIPS_BASE_URL = stack.apiUrl;
+    const fromEnv = new TripService({ apiKey: agency.key });
+    expect(await fromEnv.trips.retrieve(tripIds[0]!)).toMatchObject({ object: 'trip', id: tripIds[0] });
+    delete process.env.TRIPS_BASE_URL;
+    // Whatever listens on this machine's port 3000 is not asked: the default is read alone.
+    expect(defaultBaseUrl()).toBe('http://localhost:3000');
+    process.env.TRIPS_BASE_URL = '';
+    expect(defaultBaseUrl()).toBe('http://localhost:3000');
+  } finally {
+    if (before === undefined) delete process.env.TRIPS_BASE_URL;
+    else process.env.TRIPS_BASE_URL = before;
+  }
+});
+
+test('a key with characters no key has is refused, and the error does not hold it', () => {
+  for (const apiKey of [
+    `${agency.key}\n`,
+    `${agency.key}\r\nx: y`,
+    `Bearer ${agency.key}`,
+    `${agency.key} `,
+  ]) {
+    let error: Error | undefined;
+    try {
+      new TripService({ apiKey, baseUrl: stack.apiUrl });
+    } catch (caught) {
+      error = caught as Error;
+    }
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error!.message).toBe(
+      'TripService: the API key is not valid (it holds characters a key never has).',
+    );
+  }
 });

@@ -13,7 +13,11 @@ class Events extends EventsResource {
   }
 }
 
-/** The API client: `new TripService({ apiKey, baseUrl })`. Every call is a GET. */
+/**
+ * The API client: `new TripService({ apiKey, baseUrl })`. Every call is a GET. Without `baseUrl`
+ * it talks to `TRIPS_BASE_URL` from the environment when that is set, else to
+ * `http://localhost:3000`, as the `trips` command does.
+ */
 export class TripService {
   readonly trips: Trips;
   readonly payments: Payments;

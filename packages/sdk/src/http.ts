@@ -6,8 +6,12 @@ import { VERSION } from './version.ts';
 export interface ClientOptions {
   /** A key of the agency (`tps_…`), from its API settings. */
   apiKey: string;
-  /** Where the API is, without `/api/v1`: `https://trips.example`. */
-  baseUrl: string;
+  /**
+   * Where the API is, without `/api/v1`: `https://trips.example`. Default: the environment's
+   * `TRIPS_BASE_URL` when it is set, else `http://localhost:3000` (the API run locally), as for
+   * the `trips` command.
+   */
+  baseUrl?: string;
   /** Milliseconds one attempt may take, answer body included. Default 30 s. */
   timeout?: number;
   /** Retries after a 429, a 5xx, a timeout or a network error (never a 4xx). Default 2. */
@@ -26,6 +30,22 @@ export type Query = Record<string, string | number | readonly string[] | undefin
 /** A Retry-After beyond this is not waited out in a call: the caller hears of it instead. */
 const MAX_RETRY_AFTER_SECONDS = 60;
 
+/** A key is `tps_` and base62 characters (D4): anything else is a paste gone wrong. */
+const KEY_CHARACTERS = /^[0-9A-Za-z_]+$/;
+
+/**
+ * What is said of a key with other characters. Never the key itself: a line break or a space
+ * pasted with it would otherwise come back in an error about the Authorization header, whole.
+ */
+export const INVALID_KEY = 'the API key is not valid (it holds characters a key never has)';
+
+export const isWellFormedKey = (key: string): boolean => KEY_CHARACTERS.test(key);
+
+/** Where the API is when no baseUrl is given: TRIPS_BASE_URL when set, else the local API. */
+export function defaultBaseUrl(): string {
+  return (typeof process === 'undefined' ? undefined : process.env.TRIPS_BASE_URL) || 'http://localhost:3000';
+}
+
 /** A timeout of ours, told apart from the caller's own abort. */
 class AttemptTimeout extends Error {}
 
@@ -39,13 +59,13 @@ export class HttpClient {
   constructor(options: ClientOptions) {
     if (!options || typeof options.apiKey !== 'string' || options.apiKey === '')
       throw new TypeError('TripService: apiKey is required (a key from the agency’s API settings, tps_…).');
+    if (!isWellFormedKey(options.apiKey)) throw new TypeError(`TripService: ${INVALID_KEY}.`);
+    const baseUrl = options.baseUrl ?? defaultBaseUrl();
     let url: URL;
     try {
-      url = new URL(options.baseUrl);
+      url = new URL(baseUrl);
     } catch {
-      throw new TypeError(
-        `TripService: baseUrl must be an absolute http(s) URL; got ${String(options.baseUrl)}.`,
-      );
+      throw new TypeError(`TripService: baseUrl must be an absolute http(s) URL; got ${String(baseUrl)}.`);
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:')
       throw new TypeError(`TripService: baseUrl must be http or https; got ${url.protocol}.`);
