@@ -77,11 +77,45 @@ export interface RelatedObjects {
   contact: Contact;
 }
 
+/**
+ * A cursor goes back to the API in a query and is printed for a person to paste into a shell
+ * (`--after`): the API's are base64url, so anything but visible ASCII is not one.
+ */
+const CURSOR = /^[\x21-\x7e]+$/;
+
+/** Why a GET /events answer is not a page of events, or undefined when it is one. */
+function eventPageProblem(page: unknown): string | undefined {
+  const p = page as Partial<Record<keyof EventList, unknown>> | null;
+  if (typeof p !== 'object' || p === null || p.object !== 'list') return 'its object is not "list"';
+  if (!Array.isArray(p.data)) return 'its data is not an array';
+  if (typeof p.next_cursor !== 'string' || !CURSOR.test(p.next_cursor))
+    return 'its next_cursor is not a cursor';
+  if (typeof p.has_more !== 'boolean') return 'its has_more is not true or false';
+  return undefined;
+}
+
 export class EventsResource {
   protected readonly http: HttpClient;
 
   constructor(http: HttpClient) {
     this.http = http;
+  }
+
+  /**
+   * One page of GET /events, its envelope checked: a page without a usable `next_cursor` would
+   * send a reader back to the oldest event, or put into its cursor what the API never gave.
+   * The events themselves are the caller's to check.
+   */
+  private async page(query: ListQueries['/api/v1/events'], options?: RequestOptions): Promise<EventList> {
+    const page = await this.http.get<EventList>('/api/v1/events', query, options);
+    const problem = eventPageProblem(page);
+    if (problem)
+      throw new TripServiceError({
+        status: 200,
+        code: 'invalid_response',
+        message: `The API answered GET /api/v1/events with a body that is not a page of events: ${problem}.`,
+      });
+    return page;
   }
 
   /** Events oldest first; iterating stops at the present (`has_more` false). */
@@ -92,7 +126,7 @@ export class EventsResource {
         limit: params.limit,
         types: params.types?.length ? [...params.types] : undefined,
       };
-      return this.http.get<EventList>('/api/v1/events', query, options);
+      return this.page(query, options);
     }, params.after);
   }
 
@@ -106,8 +140,7 @@ export class EventsResource {
   ): Promise<string> {
     let after = params.after;
     for (;;) {
-      const page = await this.http.get<EventList>(
-        '/api/v1/events',
+      const page = await this.page(
         { after, limit: 1000, types: params.types?.length ? [...params.types] : undefined },
         options,
       );

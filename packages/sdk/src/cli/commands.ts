@@ -1,16 +1,31 @@
 import type { TripService } from '../client.ts';
-import type { EventType } from '../openapi-types.ts';
-import { eventLine } from './output.ts';
+import type { Event, EventType } from '../openapi-types.ts';
+import { eventProblem, sizeProblem } from './event-check.ts';
+import { eventLine, shown, skippedLine } from './output.ts';
 
-/** `trips events tail`: prints each new event as it is recorded, from now or --after. */
+interface TailOptions {
+  types: EventType[] | undefined;
+  after: string | undefined;
+  json: boolean;
+  signal: AbortSignal;
+  /** Told of every cursor the run reaches, so that whatever ends it can say where to resume. */
+  onCursor: (cursor: string) => void;
+}
+
+/**
+ * `trips events tail`: prints each new event as it is recorded, from now or --after. What is not
+ * an event of the schema is not printed: a line on stderr says why (stdout stays JSON with --json).
+ */
 export async function tail(
   client: TripService,
-  options: { types: EventType[] | undefined; after: string | undefined; json: boolean; signal: AbortSignal },
+  options: TailOptions,
   out: (text: string) => void,
-): Promise<string> {
+  warn: (text: string) => void,
+): Promise<void> {
   let cursor =
     options.after ??
     (await client.events.currentCursor({ types: options.types }, { signal: options.signal }));
+  options.onCursor(cursor);
   await client.events.consume({
     types: options.types,
     signal: options.signal,
@@ -19,12 +34,15 @@ export async function tail(
       load: async () => cursor,
       save: async (next) => {
         cursor = next;
+        options.onCursor(next);
       },
     },
-    handler: (event) =>
-      out(options.json ? `${JSON.stringify(event)}\n` : eventLine(event, event.related_object.id)),
+    handler: (item) => {
+      const problem = eventProblem(item) ?? sizeProblem(item as Event);
+      if (problem) return warn(skippedLine(item, problem));
+      out(options.json ? `${JSON.stringify(item)}\n` : eventLine(item, shown(item.related_object.id)));
+    },
   });
-  return cursor;
 }
 
 const RESOURCES = { trips: 'trips', payments: 'payments', contacts: 'contacts' } as const;
