@@ -144,3 +144,18 @@ export async function main(raw: string, headers: Record<string, string>): Promis
   );
   expect(bad).toContain("Property 'from' does not exist");
 }, 60_000);
+
+test('installed by path from a checkout (built), it works as well; the tarball npm pack leaves is git-ignored', async () => {
+  // docs/sdk.md's two ways in: the tarball above, or the checkout's packages/sdk by path.
+  const linked = join(dir, 'linked');
+  await run('mkdir', ['-p', linked]);
+  await writeFile(join(linked, 'package.json'), '{ "name": "agency-app", "private": true }\n');
+  await run('npm', ['install', '--no-audit', '--no-fund', '--offline', sdk], { cwd: linked });
+  await writeFile(join(linked, 'app.mjs'), consumers['app.mjs']);
+  expect((await run(process.execPath, ['app.mjs'], { cwd: linked })).stdout.trim()).toBe(
+    'evt_1 function TripServiceError',
+  );
+  // `npm pack` in packages/sdk writes the tarball there; git check-ignore fails when it is not ignored.
+  const ignored = await run('git', ['check-ignore', join(sdk, `trips-sdk-${VERSION}.tgz`)], { cwd: repo });
+  expect(ignored.stdout.trim()).toBe(join(sdk, `trips-sdk-${VERSION}.tgz`));
+}, 60_000);
