@@ -1,7 +1,6 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { queueNames, topology } from '@trips/broker';
 import { EVENT_TYPE_NAMES } from '@trips/contracts';
 import { ensureEventPartitions } from '@trips/db/events';
@@ -19,6 +18,7 @@ import {
   type TestDatabase,
   type TestReceiver,
 } from '@trips/testkit';
+import { launchChromium, SHOTS, withChromium } from './browser-support.ts';
 import { agencyWithPeople, PASSWORD, type People } from './settings-support.ts';
 import { startTestApi } from './support.ts';
 
@@ -28,13 +28,6 @@ import { startTestApi } from './support.ts';
 // rotate the secret, switch a failing webhook back on; then a planner is refused. Screenshots go to
 // test/artifacts/settings/.
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-/**
- * Skipped only where scripts/browser.sh found no Chromium to be had outside CI, and said so. With
- * every test skipped, jest runs neither beforeAll nor afterAll: no Chromium is launched.
- */
-const withChromium = process.env.SKIP_BROWSER_TESTS === '1' ? test.skip : test;
-const SHOTS = join(import.meta.dirname, '../../../test/artifacts/settings');
 const WINDOW = '3s';
 
 let t: TestDatabase;
@@ -49,7 +42,6 @@ let webhookId = '';
 let firstSecret = '';
 
 beforeAll(async () => {
-  mkdirSync(SHOTS, { recursive: true });
   t = await createTestDatabase();
   const ca = await createTestCa();
   receiver = await startReceiver(ca);
@@ -68,16 +60,7 @@ beforeAll(async () => {
   dispatcher = await startDispatcherService(config, new LogCapture().logger);
   api = await startTestApi(t, { AMQP_PREFIX: prefix, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
   people = await agencyWithPeople(t.db, 'Fairway Tours');
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
 }, 60_000);
 

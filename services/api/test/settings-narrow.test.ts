@@ -1,10 +1,10 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { recordAttempts, type NewAttempt } from '@trips/db/webhook-attempts';
 import { createWebhook } from '@trips/db/webhooks';
 import { EVENT_TYPE_NAMES } from '@trips/contracts';
 import { createTestDatabase, randomAmqpPrefix, type TestDatabase } from '@trips/testkit';
+import { launchChromium, SHOTS, withChromium } from './browser-support.ts';
 import { agencyWithPeople, PASSWORD, type People } from './settings-support.ts';
 import { startTestApi } from './support.ts';
 
@@ -14,13 +14,6 @@ import { startTestApi } from './support.ts';
 // which CI keeps. The pages hold real content: keys, webhooks of every state, a delivery log with
 // long failure reasons, an attempt in full.
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-/**
- * Skipped only where scripts/browser.sh found no Chromium to be had outside CI, and said so. With
- * every test skipped, jest runs neither beforeAll nor afterAll: no Chromium is launched.
- */
-const withChromium = process.env.SKIP_BROWSER_TESTS === '1' ? test.skip : test;
-const SHOTS = join(import.meta.dirname, '../../../test/artifacts/settings');
 const WIDTH = 390;
 
 let t: TestDatabase;
@@ -31,7 +24,6 @@ let people: People;
 let webhookId = '';
 
 beforeAll(async () => {
-  mkdirSync(SHOTS, { recursive: true });
   t = await createTestDatabase();
   api = await startTestApi(t, { AMQP_PREFIX: randomAmqpPrefix(), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' });
   people = await agencyWithPeople(t.db, 'Fairway Tours of the Scottish Highlands and Islands');
@@ -78,16 +70,7 @@ beforeAll(async () => {
       responseHeaders: null,
     }),
   ]);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: WIDTH, height: 844 }, deviceScaleFactor: 1 });
 }, 60_000);
 
