@@ -30,12 +30,17 @@ function inline(text: string): string {
 /** An id attribute safe by construction. */
 const anchor = (prefix: string, name: string) => `${prefix}-${name.replace(/[^A-Za-z0-9_-]/g, '-')}`;
 
+/**
+ * A table whose first column names each row. Every other cell carries its column's heading
+ * (data-label), which a narrow screen shows before the cell when the rows stack as cards.
+ */
 function table(label: string, headings: string[], rows: string[][]): string {
   if (rows.length === 0) return '';
+  const labels = headings.map((h, i) => (i === 0 ? '' : ` data-label="${escapeHtml(h)}"`));
   return `<div class="table" role="region" aria-label="${escapeHtml(label)}" tabindex="0"><table>
 <thead><tr>${headings.map((h) => `<th scope="col">${escapeHtml(h)}</th>`).join('')}</tr></thead>
 <tbody>
-${rows.map((cells) => `<tr>${cells.map((cell) => `<td>${cell}</td>`).join('')}</tr>`).join('\n')}
+${rows.map((cells) => `<tr>${cells.map((cell, i) => `<td${labels[i]}>${cell}</td>`).join('')}</tr>`).join('\n')}
 </tbody></table></div>`;
 }
 
@@ -182,7 +187,8 @@ a { color: var(--accent); }
 a:focus-visible, [tabindex]:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .skip { position: absolute; left: -999px; } .skip:focus { left: 1rem; top: 1rem; background: var(--bg); padding: .5rem; }
 .layout { display: grid; grid-template-columns: 16rem minmax(0, 1fr); max-width: 78rem; margin: 0 auto; }
-@media (max-width: 60rem) { .layout { grid-template-columns: minmax(0, 1fr); } nav { position: static !important; max-height: none !important; } }
+@media (max-width: 60rem) { .layout { grid-template-columns: minmax(0, 1fr); } nav { position: static !important; max-height: none !important;
+  border-right: none; border-bottom: 1px solid var(--line); } }
 header { padding: 2rem 1.5rem 1rem; border-bottom: 1px solid var(--line); max-width: 78rem; margin: 0 auto; }
 header p { color: var(--muted); margin: .25rem 0 0; }
 nav { position: sticky; top: 0; align-self: start; max-height: 100vh; overflow: auto; padding: 1.5rem;
@@ -202,6 +208,21 @@ code { font: .9em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; back
 table { border-collapse: collapse; width: 100%; font-size: .92rem; }
 th, td { text-align: left; vertical-align: top; padding: .45rem .6rem; border-bottom: 1px solid var(--line); }
 th { font-weight: 600; } td p { margin: 0 0 .4rem; } td p:last-child { margin: 0; }
+/* In a table, code breaks only where it has a space or a hyphen, and the name that heads a row (a
+   parameter, a field, a header) not at all: its column is as wide as its longest name. */
+td code { overflow-wrap: normal; } td:first-child code { white-space: nowrap; }
+/* Narrow screens (a phone is about 390 px wide): each table row becomes a card, the name as its
+   title and every other cell after its column's heading, so nothing scrolls sideways. */
+@media (max-width: 40rem) {
+  header { padding: 1.25rem 1rem .75rem; } nav { padding: 1rem; } main { padding: 0 1rem 3rem; }
+  .table table, .table tbody, .table tr, .table td { display: block; width: 100%; }
+  .table thead { position: absolute; left: -9999px; }
+  .table tr { border: 1px solid var(--line); border-radius: 6px; margin-bottom: .6rem; padding: .4rem .7rem; }
+  .table td { border: none; padding: .1rem 0; }
+  .table td:first-child { font-weight: 600; }
+  .table td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-weight: 600; }
+  td code { white-space: normal; overflow-wrap: anywhere; }
+}
 `;
 
 /** What the page lists, in the order it lists it: the document's operations by tag (the webhooks

@@ -42,7 +42,7 @@ test('it documents every operation: path, method, scope, parameters and error co
   }
   expect(page).toContain('Public: no key needed.');
   for (const code of ERROR_CODE_NAMES.filter((code) => code !== 'method_not_allowed')) {
-    expect(page).toContain(`<td><code>${code}</code></td>`);
+    expect(page).toContain(`<td data-label="Code"><code>${code}</code></td>`);
   }
   expect(page).toContain('<code>method_not_allowed</code>');
 });
