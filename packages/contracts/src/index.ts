@@ -53,3 +53,4 @@ export {
   type EventSource,
 } from './messages.ts';
 export { formatTime, PRODUCT_NAME } from './wording.ts';
+export { ICON_PATH, ICON_SVG } from './icon.ts';

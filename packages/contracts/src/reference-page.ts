@@ -1,5 +1,6 @@
 import { escapeHtml } from './escape-html.ts';
 import { EVENT_TYPES, EVENT_TYPE_NAMES } from './events.ts';
+import { ICON_SVG } from './icon.ts';
 import {
   openapiDocument,
   type OpenApiDocument,
@@ -12,7 +13,7 @@ import type { JsonSchema } from './schemas.ts';
 
 // The human-readable reference the API serves at /docs, rendered from the OpenAPI document so it
 // says exactly what the document says. One self-contained page: no scripts, fonts or stylesheets
-// from elsewhere (the page must work offline and behind strict CSPs). Every interpolated string
+// from elsewhere, its icon a data URL (the page must work offline and behind strict CSPs). Every interpolated string
 // goes through `escapeHtml` or `prose`, including the document's own text.
 
 /** Escaped text with the documents' one piece of markup: `code` spans. Blank lines split paragraphs. */
@@ -344,6 +345,7 @@ export function renderReferencePage(document: OpenApiDocument = openapiDocument)
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(document.info.title)} reference</title>
+<link rel="icon" href="data:image/svg+xml,${encodeURIComponent(ICON_SVG)}">
 <style>${STYLE}</style>
 </head>
 <body>

@@ -1,4 +1,10 @@
-import { ERROR_CODE_NAMES, EVENT_TYPE_NAMES, openapiDocument, renderReferencePage } from '../src/index.ts';
+import {
+  ERROR_CODE_NAMES,
+  EVENT_TYPE_NAMES,
+  ICON_SVG,
+  openapiDocument,
+  renderReferencePage,
+} from '../src/index.ts';
 import type { OpenApiDocument } from '../src/index.ts';
 import { escapeHtml as escape } from '../src/escape-html.ts';
 
@@ -18,7 +24,12 @@ test('the page is one complete, self-contained HTML document', () => {
   expect(page.match(/<h1>/g)).toHaveLength(1);
   expect(page).toContain('<main id="main">');
   // Nothing fetched from elsewhere: the machine serving it may have no internet, and nothing runs.
-  expect(page).not.toMatch(/<script|<link|<iframe|<img|\bsrc=|url\(|@import|href="(?!#)/i);
+  // Its icon is in the page itself.
+  const icon = /<link rel="icon" href="data:image\/svg\+xml,([^"]+)">\n/.exec(page);
+  expect(decodeURIComponent(icon![1]!)).toBe(ICON_SVG);
+  expect(page.replace(icon![0], '')).not.toMatch(
+    /<script|<link|<iframe|<img|\bsrc=|url\(|@import|href="(?!#)/i,
+  );
 });
 
 test('it documents every operation: path, method, scope, parameters and error codes', () => {

@@ -1,10 +1,17 @@
 import type { IRouter } from 'express';
-import { API_BASE_PATH, openapiDocument, PRODUCT_NAME, renderReferencePage } from '@trips/contracts';
+import {
+  API_BASE_PATH,
+  ICON_PATH,
+  ICON_SVG,
+  openapiDocument,
+  PRODUCT_NAME,
+  renderReferencePage,
+} from '@trips/contracts';
 import { sendJsonBytes } from '../http/send-json.ts';
 
 /**
- * The public contract, readable without a key: the OpenAPI document, its reference page, and the
- * root, which points to them.
+ * The public contract, readable without a key: the OpenAPI document, its reference page, the
+ * root, which points to them, and the icon the pages link.
  * Added to the caller's router, not a Router of their own: see app.ts for why. Returns the paths
  * it adds.
  */
@@ -36,5 +43,14 @@ export function addDocsRoutes(router: IRouter): string[] {
     if (req.accepts(['json', 'html']) === 'html') return res.redirect(302, pagePath);
     sendJsonBytes(res, root);
   });
-  return [documentPath, pagePath, rootPath];
+  // Also at /favicon.ico, which a browser asks for by itself on a page that names no icon (JSON).
+  const icon = Buffer.from(ICON_SVG);
+  const iconPaths = [ICON_PATH, '/favicon.ico'];
+  router.get(iconPaths, (_req, res) => {
+    res
+      .set({ 'Cache-Control': 'public, max-age=86400', 'Content-Security-Policy': "default-src 'none'" })
+      .type('image/svg+xml')
+      .send(icon);
+  });
+  return [documentPath, pagePath, rootPath, ...iconPaths];
 }

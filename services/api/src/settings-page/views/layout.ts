@@ -1,4 +1,4 @@
-import { PRODUCT_NAME } from '@trips/contracts';
+import { ICON_PATH, PRODUCT_NAME } from '@trips/contracts';
 import type { SessionUser } from '@trips/db/sessions';
 import type { WebhookState } from '@trips/db/webhooks';
 import { html, type SafeHtml } from '../html.ts';
@@ -23,6 +23,7 @@ export function page(title: string, body: SafeHtml, user?: SessionUser): string 
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>${title} · API settings · ${PRODUCT_NAME}</title>
         <link rel="stylesheet" href="/settings/style.css" />
+        <link rel="icon" href="${ICON_PATH}" type="image/svg+xml" />
       </head>
       <body>
         <a class="skip" href="#main">Skip to content</a>
