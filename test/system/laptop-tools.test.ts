@@ -92,8 +92,9 @@ describe('browser.sh', () => {
     expect(await browserScript({})).toEqual({
       code: 3,
       stderr:
-        `browser: ${missing()} is missing, so services/api/test/settings-browser.test.ts and ` +
-        "settings-narrow.test.ts skip their browser tests; to run them, install Debian's chromium " +
+        `browser: ${missing()} is missing, so services/api/test/settings-browser, settings-narrow, ` +
+        'settings-layout and docs-browser.test.ts skip their browser tests; to run them, install ' +
+        "Debian's chromium " +
         '(apt-get install chromium, as root) or set CHROMIUM_PATH to a Chromium\n',
     });
   });

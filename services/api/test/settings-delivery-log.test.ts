@@ -139,9 +139,8 @@ test('each failed attempt says why in words, and when the next attempt is due an
     const page = await owner.get(`/settings/webhooks/${id}`);
     expect(unescape(page.body)).toContain(words);
     const due = new Date(attempt!.attempted_at.getTime() + RETRY);
-    expect(page.body).toContain(
-      `attempt 2, due <time datetime="${due.toISOString()}">${formatTime(due)}</time>`,
-    );
+    expect(page.body).toContain(`attempt 2, due <time datetime="${due.toISOString()}">`);
+    expect(unescape(page.body.replace(/<[^>]*>/g, ''))).toContain(`attempt 2, due ${formatTime(due)}`);
     // The same words in tripctl come from the same module (packages/tripctl/test/attempts.test.ts).
   }
 }, 60_000);
@@ -178,7 +177,9 @@ test('an attempt in full: the body and headers as sent (a signature that verifie
     const detail = await owner.get(`/settings/webhooks/${id}/attempts/${attempt.id}`);
     expect(detail.status).toBe(200);
     expect(detail.body).not.toContain(secret);
-    const [headers, body, answerHeaders, answerBody] = blocks(detail.body);
+    // The body indented for reading, then exactly as sent (a click away): what the signature covers.
+    const [headers, indented, body, answerHeaders, answerBody] = blocks(detail.body);
+    expect(indented).toBe(JSON.stringify(JSON.parse(sent.body), null, 2));
     expect(body).toBe(sent.body);
     const signature = /^Service-Signature: (.*)$/m.exec(headers!)![1]!;
     expect(signature).toBe(sent.headers['service-signature']);

@@ -32,8 +32,13 @@ export function html(strings: TemplateStringsArray, ...parts: Part[]): SafeHtml 
   return new SafeHtml(out);
 }
 
-/** A time for people (docs/wording.md), inside a machine-readable <time>. */
+/**
+ * A time for people (docs/wording.md), inside a machine-readable <time>. Where it must wrap (a
+ * narrow table column), it wraps between the date and the clock, never inside either.
+ */
 export function time(value: Date | null | undefined, empty = '—'): SafeHtml {
   if (!value) return html`${empty}`;
-  return html`<time datetime="${value.toISOString()}">${formatTime(value)}</time>`;
+  const [date, ...clock] = formatTime(value).split(' ');
+  const parts = html`<span class="nowrap">${date}</span> <span class="nowrap">${clock.join(' ')}</span>`;
+  return html`<time datetime="${value.toISOString()}">${parts}</time>`;
 }

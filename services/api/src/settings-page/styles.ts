@@ -10,7 +10,7 @@ a { color: var(--accent); }
 header.top { background: #fff; border-bottom: 1px solid var(--line); }
 header.top .inner { display: flex; flex-wrap: wrap; align-items: center; justify-content: space-between; gap: .25rem 1rem; }
 header.top p { margin: 0; color: var(--muted); }
-.inner { max-width: 64rem; margin: 0 auto; padding: .75rem 1.25rem; }
+.inner { max-width: 72rem; margin: 0 auto; padding: .75rem 1.25rem; }
 main.inner { padding-top: 1.5rem; padding-bottom: 3rem; }
 h1 { font-size: 1.6rem; margin: 0 0 1rem; }
 h2 { font-size: 1.25rem; margin: 2rem 0 .75rem; }
@@ -22,6 +22,9 @@ caption { text-align: left; color: var(--muted); padding-bottom: .25rem; }
 th, td { text-align: left; vertical-align: top; padding: .5rem .5rem; border-bottom: 1px solid var(--line); }
 th { font-weight: 600; }
 code, .mono { font-family: ui-monospace, monospace; font-size: .9em; overflow-wrap: anywhere; }
+/* In a table an id, a name or a time is never broken inside: a column is at least as wide as its
+   longest one (a time may break between its date and its clock). Stacked rows may break them. */
+td code, th code, .nowrap { white-space: nowrap; }
 label { display: block; font-weight: 600; margin: .75rem 0 .25rem; }
 fieldset { border: 1px solid var(--line); border-radius: 6px; margin: .75rem 0; padding: .5rem .75rem; }
 legend { font-weight: 600; padding: 0 .25rem; }
@@ -57,7 +60,14 @@ nav.filter a[aria-current] { font-weight: 700; text-decoration: none; color: var
 .pager { display: flex; justify-content: space-between; gap: 1rem; }
 .health-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(15rem, 1fr)); gap: 1rem; }
 .health-grid figure { margin: 0; }
+.health-grid figcaption { margin-top: .35rem; }
 svg.health { display: block; width: 100%; height: 4.5rem; }
+.axis { display: grid; grid-auto-flow: column; grid-auto-columns: minmax(0, 1fr); margin-top: .15rem;
+  font-size: .75rem; line-height: 1.3; color: var(--muted); }
+.axis span { white-space: nowrap; justify-self: start; }
+.axis-days span { justify-self: center; }
+details { margin: -.25rem 0 .75rem; }
+summary { cursor: pointer; color: var(--accent); font-size: .9rem; }
 .key { display: inline-block; width: .8rem; height: .8rem; border-radius: 2px; vertical-align: -.1rem; }
 .key-ok { background: #1f6b45; } .key-failed { background: #a3261b; margin-left: .75rem; }
 fieldset fieldset { border: none; padding: 0; margin: .25rem 0; }
@@ -74,6 +84,7 @@ fieldset fieldset { border: none; padding: 0; margin: .25rem 0; }
   thead tr { position: absolute; left: -9999px; }
   tbody tr { border: 1px solid var(--line); border-radius: 6px; margin-bottom: .75rem; padding: .25rem .5rem; }
   th, td { border-bottom: none; padding: .3rem 0; overflow-wrap: anywhere; }
+  td code, th code { white-space: normal; }
   td[data-label]::before { content: attr(data-label); display: block; font-weight: 600; font-size: .85rem; color: var(--muted); }
   dl.facts { grid-template-columns: 1fr; }
   dl.facts dd { margin-bottom: .4rem; }

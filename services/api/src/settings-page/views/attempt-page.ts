@@ -1,6 +1,7 @@
 import type { SessionUser } from '@trips/db/sessions';
 import type { Settings } from '@trips/settings';
-import { html, time } from '../html.ts';
+import { html, time, type SafeHtml } from '../html.ts';
+import { indentJson } from '../indent-json.ts';
 import { banners, csrfField, page, type Banner } from './layout.ts';
 
 export type AttemptDetail = Awaited<ReturnType<Settings['getAttempt']>>;
@@ -61,7 +62,7 @@ export function attemptPage(user: SessionUser, input: AttemptDetail & Banner): s
         ${
           request.body === null
             ? html`<p>No longer kept: the event has left the event record.</p>`
-            : html`<pre class="block">${request.body}</pre>`
+            : body(request.body, 'Exactly as sent: the bytes the signature covers')
         }
       </section>
 
@@ -75,9 +76,23 @@ export function attemptPage(user: SessionUser, input: AttemptDetail & Banner): s
                 <pre class="block">
 ${response.headers ?? '(not kept for attempts made before they were)'}</pre>
                 <h3>Body <span class="hint">(the first KiB)</span></h3>
-                <pre class="block">${response.body || '(empty)'}</pre>`
+                ${response.body ? body(response.body, 'Exactly as received') : html`<pre class="block">(empty)</pre>`}`
         }
       </section>`,
     user,
   );
+}
+
+/**
+ * A body as its reader wants it: JSON indented, with the exact text one click away (a signature is
+ * checked over that); anything else exactly as it is.
+ */
+function body(text: string, exactly: string): SafeHtml {
+  const indented = indentJson(text);
+  if (indented === null || indented === text) return html`<pre class="block">${text}</pre>`;
+  return html`<pre class="block">${indented}</pre>
+    <details>
+      <summary>${exactly}</summary>
+      <pre class="block">${text}</pre>
+    </details>`;
 }

@@ -72,8 +72,8 @@ export function webhookPage(user: SessionUser, input: WebhookPageInput): string 
                     ${csrfField(user)} <button type="submit">Switch back on</button>
                   </form>
                   <p class="hint">
-                    Switching on starts a fresh failure streak; events from while it was off are not sent
-                    (redeliver them below).
+                    Switching on starts a fresh failure streak; events from while it was off are not sent.
+                    Once it is on, this page lets you redeliver them.
                   </p>`
           }
         </div>
