@@ -116,6 +116,20 @@ describe.each([
     expect(service.spec.ports.map((p: any) => p.name)).toContain(backend.port.name);
   });
 
+  test('SETTINGS_URL, the page owners’ e-mails link, is on the Ingress that serves /settings', () => {
+    // Settings can be set in more than one ConfigMap; the dispatcher, which sends the e-mails, reads them.
+    const dispatcher = deploymentOf('dispatcher').spec.template.spec.containers[0];
+    const values = dispatcher.envFrom.map((e: any) => configMaps.get(e.configMapRef.name)?.SETTINGS_URL);
+    const url = new URL(values.filter(Boolean).at(-1));
+    const [ingress] = byKind('Ingress');
+    const rule = ingress.spec.rules.find((r: any) => r.host === url.hostname);
+    expect([url.hostname, rule?.host]).toEqual([url.hostname, url.hostname]);
+    const path = rule.http.paths.find((p: any) => url.pathname.startsWith(p.path));
+    expect(path.backend.service.name).toBe(byKind('Service')[0].metadata.name);
+    const tls = (ingress.spec.tls ?? []).some((t: any) => t.hosts.includes(url.hostname));
+    expect(url.protocol).toBe(tls ? 'https:' : 'http:');
+  });
+
   if (overlay.startsWith('prod')) {
     test('prod pins image versions and requires SMTP_URL', () => {
       const images = objects
