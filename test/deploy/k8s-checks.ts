@@ -6,6 +6,9 @@
 // the stop deadline, only settings the service reads with values its config accepts, and secrets
 // only from Secrets the overlay can count on.
 import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { crdProblems } from './crds.ts';
 import { durationMs, readText, root, settingsRead, type Deployable } from './helpers.ts';
@@ -22,6 +25,31 @@ const rendered = new Map<string, Obj[]>();
 export function render(overlay: string): Obj[] {
   if (!rendered.has(overlay)) rendered.set(overlay, renderWithKubectl(overlay));
   return structuredClone(rendered.get(overlay)!);
+}
+
+/**
+ * The overlay rendered with an optional component switched on the way the overlays say: in a copy
+ * of k8s/, every overlay's commented-out `# components:` and `#   - ../../components/<name>` lines
+ * uncommented. Also which overlays offered those lines.
+ */
+export function renderOptedIn(overlay: string, component: string): { objects: Obj[]; offeredBy: string[] } {
+  const copy = mkdtempSync(join(tmpdir(), 'trips-k8s-'));
+  try {
+    const crds = join(root, 'k8s', 'crds');
+    cpSync(join(root, 'k8s'), join(copy, 'k8s'), { recursive: true, filter: (src) => !src.startsWith(crds) });
+    const commented = `# components:\n#   - ../../components/${component}\n`;
+    const offeredBy: string[] = [];
+    for (const name of readdirSync(join(copy, 'k8s', 'overlays'))) {
+      const file = join(copy, 'k8s', 'overlays', name, 'kustomization.yaml');
+      const text = readFileSync(file, 'utf8');
+      if (!text.includes(commented)) continue;
+      writeFileSync(file, text.replace(commented, commented.replace(/^# /gm, '')));
+      offeredBy.push(name);
+    }
+    return { objects: renderWithKubectl(join(copy, overlay)), offeredBy };
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
+  }
 }
 
 function renderWithKubectl(overlay: string): Obj[] {
