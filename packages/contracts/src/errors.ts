@@ -12,7 +12,10 @@ export const ERROR_CODES = {
   subscription_inactive: { status: 403, when: "The agency's trial expired or its subscription ended." },
   insufficient_scope: { status: 403, when: 'The key lacks the scope the operation needs.' },
   rate_limited: { status: 429, when: 'Too many requests; Retry-After gives the seconds to wait.' },
-  invalid_request: { status: 400, when: 'A bad query parameter or cursor; `param` names it.' },
+  invalid_request: {
+    status: 400,
+    when: 'A bad query parameter or cursor, or a value holding a control character; `param` names it.',
+  },
   not_found: { status: 404, when: 'No object with that id in the agency, or no such path under /api/v1.' },
   method_not_allowed: { status: 405, when: 'The path exists but not with this HTTP method.' },
   cursor_expired: {

@@ -19,9 +19,17 @@ const maxmem = (n: number, r: number) => 256 * n * r;
 export const MIN_PASSWORD_LENGTH = 10;
 const MAX_PASSWORD_LENGTH = 1024;
 
+// The settings page refuses a form holding a control character (C0, DEL, C1), its sign-in form too:
+// a password holding one could never be typed there.
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+
 function checkPassword(password: string): void {
   if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
     throw invalid(`a password has ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`);
+  }
+  if (CONTROL_CHARACTER.test(password)) {
+    throw invalid('a password holds no control character (such as a tab), which the sign-in form refuses.');
   }
 }
 

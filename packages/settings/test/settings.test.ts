@@ -376,5 +376,10 @@ describe('passwords', () => {
     });
     expect(JSON.stringify(audit)).not.toContain('horse');
     await refused(settings.setPassword(PLATFORM, a.owner.userId, 'short'), 'invalid', /10 to/);
+    await refused(
+      settings.setPassword(PLATFORM, a.owner.userId, 'correct\thorse battery'),
+      'invalid',
+      /control character/,
+    );
   });
 });

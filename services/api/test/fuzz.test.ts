@@ -61,7 +61,7 @@ const path = fc
   )
   .map(([prefix, parts]) => encodeUnsafe(prefix + parts.join('/')));
 
-/** Straight at the by-id routes, where an id reaches the database. */
+/** Straight at the by-id routes, where an id would reach the database. */
 const byIdPath = fc
   .tuple(fc.constantFrom('/api/v1/trips/', '/api/v1/payments/', '/api/v1/contacts/'), controlId)
   .map(([prefix, id]) => prefix + id);
@@ -197,7 +197,7 @@ test('10,000 generated malformed requests: no 500, every error in the D1 shape, 
   expect(failures.slice(0, 10)).toEqual([]);
   // The generator really did reach the interesting answers, not just 401s.
   for (const status of [200, 400, 401, 404, 405]) expect(statuses.get(status) ?? 0).toBeGreaterThan(0);
-  // And ids with a NUL reached a by-id route's lookup with a valid key many times.
+  // And ids with a NUL reached a by-id route with a valid key many times.
   const nulLookups = requests.filter(
     (r) => r.method === 'GET' && r.authorization === 'VALID' && /^\/api\/v1\/\w+\/[^/?]*%00/.test(r.path),
   );

@@ -177,12 +177,12 @@ test('a planner signs in but is refused everything with a clear 403, and nothing
   expect([await count('api_keys'), await count('webhooks')]).toEqual([keys, webhooks]);
 });
 
-test('a NUL character in a form or a path is a 400 bad form, not a 500; an undecodable id a 404', async () => {
+test('a NUL character in a form or a path is a 400 naming it, not a 500; an undecodable id a 404', async () => {
   const anonymous = new FormClient(api.url);
   await anonymous.get('/settings/sign-in');
   const signIn = await anonymous.post('/settings/sign-in', { email: `${a.owner.email}\0`, password: 'x' });
   expect(signIn.status).toBe(400);
-  expect(signIn.body).toContain('No field may hold a NUL character.');
+  expect(signIn.body).toContain('The field &#39;email&#39; holds a control character');
 
   const owner = new FormClient(api.url);
   await owner.signIn(a.owner.email);

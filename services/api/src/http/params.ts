@@ -2,6 +2,7 @@ import type { Request } from 'express';
 import type { SyncPosition } from '@trips/db/sync';
 import { isCalendarTime } from '@trips/runtime';
 import { ApiError, invalidParam } from '../errors.ts';
+import { holdsControlCharacter } from './control-characters.ts';
 
 /**
  * Query parameters are checked strictly, Stripe-style: an unknown parameter (often a typo such
@@ -103,7 +104,14 @@ export function readListCursor(value: string | undefined): SyncPosition | undefi
     throw bad();
   }
   const { u, i } = (decoded ?? {}) as { u?: unknown; i?: unknown };
-  if (typeof u !== 'string' || typeof i !== 'string' || parseTimestamp(u) !== u || i.length > 100)
+  // What a cursor decodes to is a client's value like any other: no id holds a control character.
+  if (
+    typeof u !== 'string' ||
+    typeof i !== 'string' ||
+    parseTimestamp(u) !== u ||
+    i.length > 100 ||
+    holdsControlCharacter(i)
+  )
     throw bad();
   return { updatedAt: u, id: i };
 }

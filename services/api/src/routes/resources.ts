@@ -22,13 +22,6 @@ export interface ResourceSpec<Row, ListRow> {
 
 const LIST_PARAMS = ['updated_since', 'limit', 'cursor'] as const;
 
-// eslint-disable-next-line no-control-regex -- control characters are what it looks for
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
-
-/** The id as a message may quote it: control characters written as JSON escapes, never raw. */
-const printable = (id: string) =>
-  id.replace(CONTROL_CHARACTERS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-
 /**
  * Adds the resource's two routes to `router` (the API's own: see app.ts for why not a Router), and
  * returns their paths.
@@ -42,12 +35,10 @@ export function addResourceRoutes<Row, ListRow>(
   router.get(itemPath, ...guard(spec.scope), async (req, res) => {
     readQuery(req, []);
     const id = String(req.params.id);
-    // Another agency's object and a missing one get the very same answer (D1). No id holds a
-    // control character, and Postgres refuses a query holding a NUL: such an id is not looked up.
-    const row =
-      id.search(CONTROL_CHARACTERS) !== -1 ? undefined : await spec.find(db, callerOf(req).agencyId, id);
-    if (!row)
-      throw new ApiError('not_found', `No ${spec.noun} '${printable(id.slice(0, 100))}' in this agency.`);
+    // Another agency's object and a missing one get the very same answer (D1). An id holding a
+    // control character was refused by the guard before.
+    const row = await spec.find(db, callerOf(req).agencyId, id);
+    if (!row) throw new ApiError('not_found', `No ${spec.noun} '${id.slice(0, 100)}' in this agency.`);
     sendJson(res, spec.present(row));
   });
 

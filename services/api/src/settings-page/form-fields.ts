@@ -5,8 +5,6 @@ export const fields = (value: unknown): string[] =>
   (Array.isArray(value) ? value : value === undefined ? [] : [value]).filter(
     (v): v is string => typeof v === 'string',
   );
-export const holdsNul = (value: unknown): boolean =>
-  typeof value === 'string' ? value.includes('\0') : Array.isArray(value) && value.some(holdsNul);
 /** A field's one value, or '' when it is missing or repeated. */
 export const field = (value: unknown): string => (typeof value === 'string' ? value : '');
 /** A field that may be left empty: null when it is blank. */

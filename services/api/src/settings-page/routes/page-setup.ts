@@ -1,6 +1,6 @@
-import express, { type Router } from 'express';
+import express, { type Request, type Router } from 'express';
+import { firstWithControlCharacter, holdsControlCharacter } from '../../http/control-characters.ts';
 import { takeMalformedEscapesLiterally } from '../../http/malformed-escapes.ts';
-import { holdsNul } from '../form-fields.ts';
 import { STYLES } from '../styles.ts';
 import { messagePage } from '../views/message-pages.ts';
 
@@ -25,14 +25,42 @@ export function addPageSetup(router: Router): void {
     res.set('Cache-Control', 'public, max-age=3600').type('text/css').send(STYLES);
   });
   router.use(express.urlencoded({ extended: false, limit: '32kb', parameterLimit: 100 }));
-  // Postgres refuses a NUL in text (22021), which would surface as a 500: a form or path holding
-  // one is refused first, as the form's fault. An id whose escapes do not decode is read literally,
-  // so it is one that exists nowhere (404) rather than a form Express could not read.
+  // An id whose escapes do not decode is read literally, so it is one that exists nowhere (404)
+  // rather than a form Express could not read. Then no value the page reads may hold a control
+  // character (http/control-characters.ts says why): one that does is the request's fault, a 400
+  // that names it, before any route reads it.
   router.use(takeMalformedEscapesLiterally, (req, res, next) => {
-    if (!/%00/i.test(req.path) && !Object.values(req.body ?? {}).some(holdsNul)) return next();
+    const culprit = withControlCharacter(req);
+    if (culprit === undefined) return next();
     res
       .status(400)
       .type('html')
-      .send(messagePage('Bad form', 'No field may hold a NUL character.', undefined));
+      .send(
+        messagePage(
+          'Bad request',
+          `${culprit} holds a control character (such as NUL, a line break or a tab), which none may hold. Nothing was changed.`,
+          undefined,
+        ),
+      );
   });
+}
+
+/** Our cookies: the session's, the sign-in form's token and the key of a value shown once. */
+const OUR_COOKIE = /^trips_/;
+
+/** What of the request holds a control character, in words for the page; undefined when nothing. */
+function withControlCharacter(req: Request): string | undefined {
+  const segments = req.path.split('/').map((segment) => decodeURIComponent(segment));
+  if (segments.some(holdsControlCharacter)) return 'The address';
+  const field = firstWithControlCharacter(req.body ?? {});
+  if (field !== undefined) return `The field '${field}'`;
+  const parameter = firstWithControlCharacter(req.query);
+  if (parameter !== undefined) return `The parameter '${parameter}'`;
+  for (const pair of req.headers.cookie?.split(';') ?? []) {
+    const [name = '', value = ''] = pair.trim().split(/=(.*)/s);
+    if (OUR_COOKIE.test(name) && holdsControlCharacter(value)) return `The cookie '${name}'`;
+  }
+  // The client's address is read from X-Forwarded-For when a proxy is trusted (API_TRUST_PROXY).
+  if (holdsControlCharacter(req.ip)) return 'The client address (X-Forwarded-For)';
+  return undefined;
 }
