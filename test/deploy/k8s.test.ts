@@ -75,6 +75,13 @@ describe.each([
     }
   });
 
+  test('API_TRUST_PROXY names the proxies in front explicitly, never a whole class of networks', () => {
+    const values = [...configMaps.values()].flatMap((data) => data.API_TRUST_PROXY ?? []);
+    expect(values).toHaveLength(1);
+    const entries = values[0]!.split(',').map((entry) => entry.trim());
+    for (const entry of entries) expect(entry).toMatch(/^[\d.:a-f]+(\/\d{1,3})?$/);
+  });
+
   test('api and dispatcher scale with an autoscaling/v2 HPA that owns their replica count', () => {
     for (const s of ['api', 'dispatcher']) {
       const dep = deploymentOf(s);

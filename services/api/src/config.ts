@@ -28,9 +28,10 @@ export function readConfig(source: Record<string, string | undefined> = process.
     shutdownDeadlineMs: env.duration('API_SHUTDOWN_DEADLINE', '20s'),
     /**
      * Which proxies in front of the API to believe for the client's address and scheme (Express'
-     * "trust proxy"): by default those on private networks, as a Kubernetes ingress is.
+     * "trust proxy"): by default none, since any client on a trusted address can set
+     * X-Forwarded-For and -Proto itself. A deployment names its ingress's addresses (k8s overlays).
      */
-    trustProxy: env.string('API_TRUST_PROXY', 'loopback, linklocal, uniquelocal'),
+    trustProxy: env.string('API_TRUST_PROXY', ''),
     /** The owners' settings page at /settings (issue 5). */
     settings: {
       /** The dispatcher's broker and prefix, for test events and redelivery. */
@@ -68,6 +69,7 @@ export type ApiConfig = ReturnType<typeof readConfig>;
 
 /** Whether Express takes `value` as its "trust proxy" setting, checked by Express' own parser. */
 function trustProxyParses(value: string): boolean {
+  if (value === '') return true; // no proxy trusted
   try {
     express().set('trust proxy', value);
     return true;

@@ -49,6 +49,8 @@ export class FormClient {
   readonly cookies = new Map<string, string>();
   lastSetCookies: string[] = [];
   csrf = '';
+  /** Sent with every request, as a proxy in front of the page would add them (X-Forwarded-For). */
+  headers: Record<string, string> = {};
 
   constructor(base: string) {
     this.base = base;
@@ -62,7 +64,11 @@ export class FormClient {
     const response = await fetch(this.base + path, {
       ...init,
       redirect: 'manual',
-      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
+      headers: {
+        ...this.headers,
+        ...(init.headers as Record<string, string>),
+        ...(cookie ? { cookie } : {}),
+      },
     });
     this.lastSetCookies = response.headers.getSetCookie();
     for (const line of this.lastSetCookies) {

@@ -32,7 +32,8 @@ export async function signIn(
   attempt: { email: string; password: string; address: string },
 ): Promise<SignInResult> {
   const emailKey = `email:${attempt.email.trim().toLowerCase().slice(0, 320)}`;
-  const addressKey = `address:${attempt.address}`;
+  // An address is at most 45 characters; a trusted proxy may still forward anything it was given.
+  const addressKey = `address:${attempt.address.slice(0, 100)}`;
   const counts = await countSignInAttempt(db, [emailKey, addressKey], policy.signInWindowMs);
   const limits: [string, number][] = [
     [emailKey, policy.signInFailuresPerEmail],
