@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { ERROR_CODES, type ErrorCode } from '@trips/contracts';
 import type { Logger } from '@trips/runtime';
+import { redactCredentials } from './http/redact.ts';
 import { sendJson } from './http/send-json.ts';
 
 /** The one error type of the API: a code from the contract's table, a message for humans. */
@@ -55,7 +56,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (status >= 400 && status < 500) {
       return sendError(res, new ApiError('invalid_request', 'The request could not be read.'));
     }
-    logger.error({ err: error, requestId: res.getHeader('Request-Id'), path: req.path }, 'unhandled error');
+    logger.error(
+      { err: error, requestId: res.getHeader('Request-Id'), path: redactCredentials(req.path) },
+      'unhandled error',
+    );
     sendError(res, new ApiError('internal_error', 'Something went wrong on our side. Please retry later.'));
   };
 }

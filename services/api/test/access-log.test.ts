@@ -123,3 +123,46 @@ describe('through the API', () => {
     expect(JSON.stringify(lines)).not.toContain(own.key);
   });
 });
+
+describe('a key or secret pasted into a path is never written', () => {
+  let t: TestDatabase;
+  let api: Awaited<ReturnType<typeof startTestApi>>;
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    api = await startTestApi(t);
+  });
+  afterAll(async () => {
+    await api.stop();
+    await t.drop();
+  });
+
+  test("the access log's path keeps the prefix and redacts the rest, wherever it was pasted", async () => {
+    const own = await agencyWithKey(t.db);
+    const secret = `whsec_${'Ab3_-'.repeat(8)}xyz`;
+    const paths = [
+      `/api/v1/trips/${own.key}`,
+      `/api/v1/${own.key}/trips`,
+      `/api/v1/trips/Bearer%20${own.key}`,
+      `/settings/webhooks/${secret}`,
+      `/nowhere/${secret}/x`,
+    ];
+    const requestIds = [];
+    for (const path of paths) {
+      const res = await client(api.url, own.key)(path, { redirect: 'manual' });
+      requestIds.push(res.headers.get('request-id'));
+    }
+    const lines = api.logs.lines
+      .flatMap((chunk) => chunk.split('\n').filter(Boolean))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.msg === 'request');
+    expect(requestIds.map((id) => lines.find((line) => line.requestId === id)?.path)).toEqual([
+      '/api/v1/trips/tps_…[redacted]',
+      '/api/v1/tps_…[redacted]/trips',
+      '/api/v1/trips/Bearer%20tps_…[redacted]',
+      '/settings/webhooks/whsec_…[redacted]',
+      '/nowhere/whsec_…[redacted]/x',
+    ]);
+    expect(api.logs.text()).not.toContain(own.key.slice(4));
+    expect(api.logs.text()).not.toContain(secret.slice(6));
+  });
+});

@@ -1,9 +1,10 @@
 import type { RequestHandler, Response } from 'express';
 import pino from 'pino';
 import type { Logger } from '@trips/runtime';
+import { redactCredentials } from './redact.ts';
 import type { ObserveRequest } from './request-metrics.ts';
 
-/** What one access-log line says about a request. None of it can hold a credential. */
+/** What one access-log line says about a request. None of it can hold a credential (the path is redacted). */
 export interface AccessFields {
   requestId: string | undefined;
   method: string;
@@ -83,8 +84,9 @@ export function accessLog(logger: Logger, observe?: ObserveRequest): RequestHand
     write({
       requestId: typeof requestId === 'string' ? requestId : undefined,
       method: req.method,
-      // Inside a mounted router (/api/v1, /settings) req.path is relative to the mount.
-      path: (req.baseUrl + req.path).slice(0, 200),
+      // Inside a mounted router (/api/v1, /settings) req.path is relative to the mount. A key
+      // pasted into the path is not written; the query string is not logged at all.
+      path: redactCredentials((req.baseUrl + req.path).slice(0, 200)),
       status: this.statusCode,
       ms: Math.round(ms * 1000) / 1000,
       keyId: req.caller?.keyId,

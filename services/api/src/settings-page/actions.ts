@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from '@trips/runtime';
 import { SettingsError } from '@trips/settings';
+import { redactCredentials } from '../http/redact.ts';
 import type { SignedIn } from './context.ts';
 import type { Banner } from './views/layout.ts';
 
@@ -25,7 +26,10 @@ export const actionRunner =
       // What is missing (a broker's host name, a queue's name) is for the platform team's logs,
       // not for an agency's owner (D1: no internal host name in an answer).
       if (unavailable)
-        logger.warn({ err: error, path: req.baseUrl + req.path }, 'settings action unavailable');
+        logger.warn(
+          { err: error, path: redactCredentials(req.baseUrl + req.path) },
+          'settings action unavailable',
+        );
       const message = unavailable
         ? 'Deliveries cannot be queued right now: our delivery service is unreachable. Nothing was sent; try again later.'
         : error.message;

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response, Router } from 'express';
 import type { SessionUser } from '@trips/db/sessions';
 import { SettingsError } from '@trips/settings';
+import { redactCredentials } from '../../http/redact.ts';
 import type { PageContext } from '../context.ts';
 import { messagePage } from '../views/message-pages.ts';
 
@@ -44,7 +45,11 @@ export function addRefusals(router: Router, { logger }: PageContext): void {
         .send(messagePage('Bad form', 'The form could not be read.', user));
     }
     logger.error(
-      { err: error, requestId: res.getHeader('Request-Id'), path: _req.baseUrl + _req.path },
+      {
+        err: error,
+        requestId: res.getHeader('Request-Id'),
+        path: redactCredentials(_req.baseUrl + _req.path),
+      },
       'settings page error',
     );
     res
