@@ -19,5 +19,12 @@ export {
   type RecordedEvent,
 } from './message-properties.ts';
 export { brokerAddress, connectToFirst, DEFAULT_AMQP_URL, readAmqpUrls } from './amqp-urls.ts';
-export { addressKind, createSsrfGuard, isPublicAddress, SsrfBlocked, type SsrfGuard } from './ssrf.ts';
+export {
+  addressKind,
+  createSsrfGuard,
+  isDeliverableHost,
+  isPublicAddress,
+  SsrfBlocked,
+  type SsrfGuard,
+} from './ssrf.ts';
 export { nextRetry, type Retry, type RetryPolicy } from './retry-schedule.ts';

@@ -33,6 +33,20 @@ export function isPublicAddress(ip: string): boolean {
 }
 
 /**
+ * Whether a URL's host (`url.hostname`) is one a delivery can name: an IP literal, or a DNS name
+ * whose labels are 1 to 63 characters, with at most the root's one dot at the end. WHATWG URL also
+ * takes `localhost..`, `.a` and `a..b`, which are no DNS names at all; a check that strips the
+ * root's dot would read `localhost..` as some name other than localhost, and a resolver may still
+ * read it as localhost. So such a host is refused outright, at registration and at delivery.
+ */
+export function isDeliverableHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[(.*)\]$/, '$1');
+  if (net.isIP(host)) return true;
+  const name = host.endsWith('.') ? host.slice(0, -1) : host;
+  return name.length <= 253 && name.split('.').every((label) => label.length >= 1 && label.length <= 63);
+}
+
+/**
  * What kind of non-public address `ip` is, in words for a refusal: 'loopback', 'private',
  * 'link-local' or 'non-public' (the other special ranges).
  */

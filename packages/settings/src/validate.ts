@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { addressKind, isPublicAddress } from '@trips/broker';
+import { addressKind, isDeliverableHost, isPublicAddress } from '@trips/broker';
 import { EVENT_TYPE_NAMES, isEventType, SCOPES } from '@trips/contracts';
 import { invalid } from './errors.ts';
 
@@ -31,6 +31,11 @@ export function checkWebhookUrl(
   }
   if (url.protocol !== 'https:')
     throw invalid('a webhook URL must be https; webhooks are delivered over https only.');
+  if (!isDeliverableHost(url.hostname)) {
+    throw invalid(
+      `the webhook URL is not a URL: its host name ${url.hostname} has an empty or overlong part between dots.`,
+    );
+  }
   if (url.href.length > MAX_URL_LENGTH) {
     throw invalid(`a webhook URL has at most ${MAX_URL_LENGTH} characters; this one has ${url.href.length}.`);
   }

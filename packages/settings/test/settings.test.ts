@@ -284,6 +284,10 @@ describe('webhooks', () => {
     ['localhost with the root dot', 'https://localhost./hook', /is a loopback address/],
     ['a name under localhost with the root dot', 'https://api.localhost./hook', /is a loopback address/],
     ['not a URL', 'hooks.fairway.example', /not a URL/],
+    ['localhost with two root dots', 'https://localhost../', /not a URL: its host name localhost\.\. has/],
+    ['a name with an empty label', 'https://hooks..fairway.example/', /not a URL/],
+    ['a name starting with a dot', 'https://.fairway.example/', /not a URL/],
+    ['a name with a label over 63 characters', `https://${'a'.repeat(64)}.example/`, /not a URL/],
   ])('%s is refused as invalid on create and update; nothing changes', async (_what, url, message) => {
     const a = await newAgency();
     const { webhook } = await newWebhook(a);

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { createSecureContext, rootCertificates } from 'node:tls';
-import { createSsrfGuard, type SsrfGuard } from '@trips/broker';
+import { createSsrfGuard, isDeliverableHost, type SsrfGuard } from '@trips/broker';
 import type { Event } from '@trips/contracts';
 import { signatureHeader } from './signature.ts';
 
@@ -113,7 +113,8 @@ export class Sender {
     let url: URL;
     try {
       url = new URL(request.url);
-      if (url.protocol !== 'https:') throw new Error('not https');
+      // A host such as `localhost..` is no name at all, whatever a resolver makes of it.
+      if (url.protocol !== 'https:' || !isDeliverableHost(url.hostname)) throw new Error('not https');
     } catch {
       return finish({ statusCode: null, error: 'invalid_url', body: null });
     }
