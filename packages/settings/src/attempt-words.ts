@@ -72,6 +72,10 @@ export function describeAttempt(a: Described): string {
       return 'refused: the host name resolves to a private, loopback or link-local address';
     case 'invalid_url':
       return 'not sent: the URL is not a valid https URL';
+    case 'invalid_answer':
+      return detail === 'HPE_HEADER_OVERFLOW'
+        ? 'answer headers over 16 KiB, so its status could not be read: send fewer or shorter headers'
+        : `the answer is not valid HTTP${code}`;
     default:
       return `network error${code}`;
   }

@@ -26,6 +26,7 @@ export type AttemptError =
   | 'tls'
   | 'ssrf_blocked'
   | 'invalid_url'
+  | 'invalid_answer'
   | 'network';
 
 export interface AttemptResult {
@@ -268,5 +269,7 @@ function attemptErrorOf(error: unknown): AttemptError {
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NODATA') return 'dns';
   if (TLS_CODES.test(code)) return 'tls';
   if (code === 'ERR_INVALID_URL') return 'invalid_url';
+  // Node's parser could not read the answer (HPE_HEADER_OVERFLOW: headers over its 16 KiB).
+  if (code.startsWith('HPE_')) return 'invalid_answer';
   return 'network';
 }

@@ -53,6 +53,18 @@ test('a 2xx with headers under 16 KiB is delivered', async () => {
   expect([result.statusCode, result.error]).toEqual([200, null]);
 });
 
+test('a 2xx whose headers are over 16 KiB fails, and the log says why', async () => {
+  const result = await send(`https://localhost:${port}/hooks?header-bytes=20000`);
+  expect(result).toMatchObject({
+    statusCode: null,
+    error: 'invalid_answer',
+    errorDetail: 'HPE_HEADER_OVERFLOW',
+  });
+  expect(words(result)).toBe(
+    'answer headers over 16 KiB, so its status could not be read: send fewer or shorter headers',
+  );
+});
+
 test.each(['localhost..', 'localhost...', '.localhost', 'a..localhost'])(
   'https://%s is not sent: its host is no name, whatever a resolver makes of it',
   async (host) => {
