@@ -70,7 +70,8 @@ export const openapiDocument: OpenApiDocument = {
       bearerAuth: {
         type: 'http',
         scheme: 'bearer',
-        description: 'An API key of the agency, `tps_…`, created by an owner in the API settings.',
+        description:
+          'An API key of the agency, `tps_…`, created by an owner in the API settings. Send one `Authorization` header: a request with two answers 400 `invalid_request` (`param` `Authorization`) before any other check.',
       },
     },
   },

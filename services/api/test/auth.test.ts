@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { sql } from 'kysely';
 import { assertValid } from '@trips/contracts';
 import { updateAgency } from '@trips/db/agencies';
@@ -61,6 +62,46 @@ describe('401 unauthorized', () => {
 
   test('the scheme name is case-insensitive', async () => {
     expect((await call(`/api/v1/trips/${tripA}`, { authorization: `bearer ${a.key}` })).status).toBe(200);
+  });
+});
+
+describe('two Authorization headers', () => {
+  /** Raw http: fetch would join the two into one line, `Bearer a, Bearer b`. */
+  const twice = (path: string, values: string[]) =>
+    new Promise<{ status: number; body: any; requestId: unknown }>((resolve, reject) => {
+      const url = new URL(api.url);
+      const req = http.request({ host: url.hostname, port: url.port, path }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode!,
+            body: JSON.parse(text),
+            requestId: res.headers['request-id'],
+          }),
+        );
+      });
+      req.setHeader('authorization', values); // a line for each
+      req.on('error', reject);
+      req.end();
+    });
+
+  test.each([
+    ['a valid key, then another', () => [bearer(a.key).authorization, bearer(b.key).authorization]],
+    ['a valid key, then a malformed one', () => [bearer(a.key).authorization, 'Bearer nope']],
+    ['a malformed key, then a valid one', () => ['Bearer nope', bearer(a.key).authorization]],
+    ['the same key twice', () => [bearer(a.key).authorization, bearer(a.key).authorization]],
+  ])('%s: 400 invalid_request naming the header, whichever comes first', async (_what, values) => {
+    const res = await twice(`/api/v1/trips/${tripA}`, values());
+    expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([
+      400,
+      'invalid_request',
+      'Authorization',
+    ]);
+    assertValid('Error', res.body);
+    expect(res.body.error.message).toBe('Send one Authorization header; this request has 2.');
+    expect(res.body.error.request_id).toBe(res.requestId);
   });
 });
 

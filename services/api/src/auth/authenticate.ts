@@ -35,6 +35,20 @@ function challenge(res: Response, offeredToken: boolean): void {
   res.setHeader('WWW-Authenticate', `Bearer realm="api"${offeredToken ? ', error="invalid_token"' : ''}`);
 }
 
+/**
+ * How many Authorization headers the request carries. Node keeps only the first in `req.headers`,
+ * but a request with two is ambiguous (the header is no list, RFC 9110 section 5.3): which key did
+ * the client mean, and which would a proxy in front have read?
+ */
+function authorizationHeaders(raw: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') count++;
+  }
+  return count;
+}
+
 function subscriptionActive(c: KeyCredentials): boolean {
   if (c.subscriptionStatus === 'active') return true;
   return (
@@ -44,7 +58,9 @@ function subscriptionActive(c: KeyCredentials): boolean {
 
 /**
  * The first three checks of D1, in its order: 401 unauthorized → 403 api_not_enabled →
- * 403 subscription_inactive. A malformed key is refused before any lookup.
+ * 403 subscription_inactive. A malformed key is refused before any lookup. Before them, a request
+ * with two Authorization headers is a 400 invalid_request naming the header, as a request Node
+ * cannot read is: it has no one key to check.
  *
  * A key whose credentials are cached is decided synchronously, and its Caller (with the scopes
  * as a Set) is made once per loaded credentials and shared, frozen, by the requests that use it:
@@ -87,6 +103,16 @@ export function authenticate(cache: CredentialsCache, onUse: (keyId: string) => 
     next();
   };
   return (req: Request, res: Response, next: NextFunction) => {
+    const headers = authorizationHeaders(req.rawHeaders);
+    if (headers > 1) {
+      return next(
+        new ApiError(
+          'invalid_request',
+          `Send one Authorization header; this request has ${headers}.`,
+          'Authorization',
+        ),
+      );
+    }
     const key = BEARER.exec(req.headers.authorization ?? '')?.[1];
     if (!key || !API_KEY_PATTERN.test(key)) {
       challenge(res, key !== undefined);
