@@ -16,7 +16,7 @@ export const holdsControlCharacter = (value: unknown): boolean =>
     : Array.isArray(value) && value.some(holdsControlCharacter);
 
 /** Text as a message may quote it: each control character written as a JSON escape, never raw. */
-export const printable = (text: string): string =>
+const printable = (text: string): string =>
   text.replace(CONTROL_CHARACTERS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /**
