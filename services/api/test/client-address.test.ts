@@ -92,6 +92,8 @@ test('with API_TRUST_PROXY set to the proxy, the address and scheme it forwards 
     expect(await failedSignIn(api.url, '203.0.113.10', 'y@nowhere.test')).toBe(401);
     // A client's own X-Forwarded-For before the proxy's entry is not believed: the proxy appends.
     expect(await failedSignIn(api.url, '198.51.100.1, 203.0.113.9', 'z@nowhere.test')).toBe(429);
+    // A forwarded address holding a control character is refused like any other value.
+    expect(await failedSignIn(api.url, '203.0.113.\u0085', 'c@nowhere.test')).toBe(400);
 
     const people = await agencyWithPeople(t.db, 'Proxied Tours', hash);
     const client = new FormClient(api.url);
