@@ -5,6 +5,6 @@
 if [ "${TRIPS_PREPARED:-}" != 1 ]; then
   . scripts/toolchain.sh || return 1
   bash scripts/services.sh || return 1
-  pnpm install --frozen-lockfile --reporter=silent || return 1
+  pnpm install --frozen-lockfile --engine-strict --reporter=silent || return 1
   export TRIPS_PREPARED=1
 fi

@@ -2,7 +2,8 @@
 // (not root, as on a laptop): outside CI its tests skip, in one line saying which and how to have
 // them; in CI the run fails. Run as an unprivileged user (nobody) when the test runs as root, with a
 // PATH that has no promtool and a CHROMIUM_PATH that names no file (Debian machines have the default).
-// And scripts/services.sh as a developer's own user, for whom rabbitmqctl cannot reach the broker.
+// And scripts/services.sh as a developer's own user, for whom rabbitmqctl cannot reach the broker,
+// and `pnpm tripctl` and `pnpm trips` in a shell whose node is the machine's older one.
 import { execFile, execFileSync } from 'node:child_process';
 import {
   chmodSync,
@@ -14,7 +15,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const NOBODY = '65534';
@@ -162,4 +163,50 @@ const debianServices = ['pg_ctlcluster', 'pg_isready', 'redis-cli', 'redis-serve
     expect(ran).toEqual({ code: 0, stderr: 'services: PostgreSQL, RabbitMQ and Redis are up\n' });
     expect(existsSync(join(marks, 'rabbitmq-server'))).toBe(false);
   });
+});
+
+/** The machine's own Node when it is older than 24 (Debian's 20 here and in CI); a laptop may have none. */
+const olderNode = ['/usr/bin/node', '/usr/local/bin/node'].find(
+  (path) =>
+    existsSync(path) &&
+    Number(execFileSync(path, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' })) < 24,
+);
+
+(olderNode ? describe : describe.skip)('pnpm tripctl and pnpm trips without . scripts/toolchain.sh', () => {
+  let pnpmOnly: string;
+  beforeAll(() => {
+    // pnpm itself, as a developer who installed it globally has it, without the toolchain's node.
+    pnpmOnly = mkdtempSync(join(tmpdir(), 'trips-pnpm-only-'));
+    symlinkSync(which('pnpm'), join(pnpmOnly, 'pnpm'));
+  });
+  afterAll(() => rmSync(pnpmOnly, { recursive: true, force: true }));
+
+  const pnpmRun = (script: string): Promise<{ code: number; stderr: string }> =>
+    new Promise((resolve) => {
+      execFile(
+        join(pnpmOnly, 'pnpm'),
+        ['--silent', script, '--help'],
+        {
+          cwd: fileURLToPath(new URL('../..', import.meta.url)),
+          env: { PATH: `${pnpmOnly}:${dirname(olderNode!)}:/bin`, HOME: pnpmOnly },
+          timeout: 30_000,
+        },
+        (error, _stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stderr }),
+      );
+    });
+
+  test.each(['tripctl', 'trips'])(
+    'pnpm %s: one line saying to source the toolchain, exit 1',
+    async (script) => {
+      const ran = await pnpmRun(script);
+      expect(ran.code).toBe(1);
+      expect(ran.stderr).toMatch(
+        new RegExp(
+          `^${script} runs on Node 24, and this shell's node is v\\d+\\.\\d+\\.\\d+: run \`\\. scripts/toolchain\\.sh\` first, `,
+          'm',
+        ),
+      );
+      expect(ran.stderr).not.toMatch(/ERR_PNPM_UNSUPPORTED_ENGINE|SyntaxError/);
+    },
+  );
 });
