@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Starts the whole system on this machine with demo data: installs Node 24 and dependencies,
-# migrates, seeds a demo agency with a webhook, then runs the API, the recorder, the dispatcher, a
-# local HTTPS receiver that prints each verified delivery and a simulator that changes the demo
-# agency's trips, payments and contacts every few seconds, until Ctrl-C stops them all.
+# migrates, seeds a demo agency with a webhook (or keeps the one an earlier run made, with its key,
+# webhook and owner's session), then runs the API, the recorder, the dispatcher, a local HTTPS
+# receiver that prints each verified delivery and a simulator that changes the demo agency's trips,
+# payments and contacts every few seconds, until Ctrl-C stops them all.
 # It fails fast: a port in use stops it before anything starts, and a process that exits before
 # the banner is named with the log line that says why and the variable to change; no banner then,
 # and the exit status is 1.
@@ -42,22 +43,21 @@ check_ports() {
 
 field() { node -e 'process.stdout.write(String(JSON.parse(process.argv[1])[process.argv[2]]))' "$1" "$2"; }
 
-# Migrates, then seeds the demo agency, or reuses the one an earlier run made (a new key each
-# time), with a webhook to the local receiver and the owner's password for the settings page.
+# Migrates, then seeds the demo agency with a key, a webhook to the local receiver and the owner's
+# password for the settings page, or keeps what an earlier run made (tripctl demo prepare): a
+# restart revokes no key, signs the owner out of no session and adds no second webhook. The key
+# and the webhook's secret are kept in .demo/demo.json, since the database holds only their hashes.
 prepare_demo_data() {
   node scripts/ensure-database.ts
   pnpm --silent tripctl migrate
-  seed=$(pnpm --silent tripctl demo seed --reuse --base-url "http://localhost:${PORT}" --json)
-  agency=$(field "$seed" agency_id)
-  receiver_url="https://localhost:${receiver_port}/webhooks"
-  node scripts/retire-demo-webhooks.ts "$receiver_url"
-  # The demo receiver is on this machine: allow its loopback address (demo only, D7).
-  webhook=$(WEBHOOK_ALLOW_PRIVATE_NETWORKS=true pnpm --silent tripctl webhook create --agency "$agency" --events all --json \
-    --url "$receiver_url" --description "demo receiver")
   # The demo owner signs in to the settings page with a password everyone knows: demo data only.
-  owner_email=$(field "$seed" owner_email)
   owner_password="${DEMO_OWNER_PASSWORD:-demo-owner-password}"
-  printf '%s\n' "$owner_password" | pnpm --silent tripctl user set-password "$owner_email" >/dev/null
+  # The demo receiver is on this machine: allow its loopback address (demo only, D7).
+  demo=$(printf '%s\n' "$owner_password" | WEBHOOK_ALLOW_PRIVATE_NETWORKS=true pnpm --silent tripctl demo prepare \
+    --receiver-url "https://localhost:${receiver_port}/webhooks" --state .demo/demo.json \
+    --base-url "http://localhost:${PORT}" --json)
+  agency=$(field "$demo" agency_id)
+  owner_email=$(field "$demo" owner_email)
 }
 
 # Each background process in a process group of its own (job control), so that Ctrl-C reaches this
@@ -125,7 +125,7 @@ wait_until_ready() {
 
 print_banner() {
   local key watch
-  key=$(field "$seed" key)
+  key=$(field "$demo" key)
   if [ "$simulator" = off ]; then
     watch="Change a trip and watch the event arrive at the receiver, e.g.:"
   else
@@ -135,9 +135,9 @@ SIMULATOR_INTERVAL sets the pace). Make a change yourself too, e.g.:"
   fi
   cat >&2 <<INFO
 
-Demo agency $agency, webhook $(field "$webhook" id) → https://localhost:${receiver_port}/webhooks
-Demo API key (shown once): $key
-  $(field "$seed" curl)
+Demo agency $agency, webhook $(field "$demo" webhook_id) → https://localhost:${receiver_port}/webhooks
+Demo API key (the same on every run, kept in .demo/demo.json): $key
+  $(field "$demo" curl)
   curl -H "Authorization: Bearer $key" "http://localhost:${PORT}/api/v1/events"
 $watch
   psql "$DATABASE_URL" -c "UPDATE trips SET status = 'confirmed' WHERE agency_id = '$agency' AND status = 'planning'"
@@ -156,7 +156,7 @@ mkdir -p "$logs"
 
 # The demo receiver makes a throwaway CA; the dispatcher trusts it and may reach loopback (demo only).
 rm -f .demo/ca.pem
-run_in_background receiver env DEMO_WEBHOOK_SECRET="$(field "$webhook" secret)" DEMO_RECEIVER_PORT="$receiver_port" \
+run_in_background receiver env DEMO_WEBHOOK_SECRET="$(field "$demo" webhook_secret)" DEMO_RECEIVER_PORT="$receiver_port" \
   DEMO_CA_FILE=.demo/ca.pem node scripts/demo-receiver.ts
 wait_until_ready receiver '[ -s .demo/ca.pem ] && (exec 3<>"/dev/tcp/127.0.0.1/${receiver_port}")'
 

@@ -124,16 +124,48 @@ describe('it fails fast, saying what to change, with no banner and a non-zero ex
   }, 120_000);
 });
 
+/**
+ * After a failure: the script's own stop first (it signals each process it started), then SIGKILL
+ * for whatever is left that logged its pid.
+ */
+async function stopLeftovers({ run, exited }: ReturnType<typeof startScript>): Promise<void> {
+  const script = run.script;
+  let done = false;
+  void exited.then(() => (done = true));
+  if (script.exitCode === null && script.signalCode === null) {
+    script.kill('SIGTERM');
+    await waitFor(() => done, { timeoutMs: 30_000 }).catch(() => {});
+  }
+  const pids = [-script.pid!, ...[...run.output.matchAll(/"pid":(\d+)/g)].map((m) => Number(m[1]))];
+  for (const pid of new Set(pids)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone, as it should be.
+    }
+  }
+}
+
+/** The demo key the banner prints, once the banner is there. */
+const bannerKey = (output: string) => /Demo API key \([^)]*\): (tps_\S+)/.exec(output)?.[1];
+
+/** Ctrl-C, and every service stopped gracefully. */
+async function ctrlC({ run, exited }: ReturnType<typeof startScript>): Promise<void> {
+  process.kill(-run.script.pid!, 'SIGINT');
+  expect(await exited).toBe(0);
+  for (const service of ['api', 'recorder', 'dispatcher']) {
+    expect(run.output).toMatch(new RegExp(`"name":"${service}"[^\\n]*"msg":"stopped"`));
+  }
+  expect(run.output).not.toContain('second signal');
+}
+
 test('start.sh: a working demo key, verified webhooks, and Ctrl-C stops every service gracefully', async () => {
   const ports = await freePorts();
   const { api } = ports;
-  const { run, exited } = startScript(ports);
-  const script = run.script;
+  const started = startScript(ports);
+  const { run } = started;
   try {
-    const key = await waitFor(() => /Demo API key \(shown once\): (tps_\S+)/.exec(run.output)?.[1], {
-      timeoutMs: 60_000,
-      what: 'the demo key',
-    });
+    const key = await waitFor(() => bannerKey(run.output), { timeoutMs: 60_000, what: 'the demo key' });
     await waitFor(
       () => run.output.includes("Infrastructure: this machine's PostgreSQL, RabbitMQ and Redis."),
       {
@@ -157,29 +189,55 @@ test('start.sh: a working demo key, verified webhooks, and Ctrl-C stops every se
       what: 'three verified deliveries at the demo receiver',
     });
 
-    process.kill(-script.pid!, 'SIGINT'); // Ctrl-C
-    expect(await exited).toBe(0);
-    for (const service of ['api', 'recorder', 'dispatcher']) {
-      expect(run.output).toMatch(new RegExp(`"name":"${service}"[^\\n]*"msg":"stopped"`));
-    }
-    expect(run.output).not.toContain('second signal');
+    await ctrlC(started);
     await expect(fetch(`http://127.0.0.1:${api}/healthz`)).rejects.toThrow();
   } finally {
-    // After a failure: the script's own stop first (it signals each process it started), then
-    // SIGKILL for whatever is left that logged its pid.
-    let done = false;
-    void exited.then(() => (done = true));
-    if (script.exitCode === null && script.signalCode === null) {
-      script.kill('SIGTERM');
-      await waitFor(() => done, { timeoutMs: 30_000 }).catch(() => {});
-    }
-    const pids = [-script.pid!, ...[...run.output.matchAll(/"pid":(\d+)/g)].map((m) => Number(m[1]))];
-    for (const pid of new Set(pids)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // Already gone, as it should be.
-      }
-    }
+    await stopLeftovers(started);
+  }
+}, 120_000);
+
+test('a restart keeps the demo key, its webhook and the owner signed in: nothing revoked or added', async () => {
+  const rows = async () => ({
+    keys: await t.db.selectFrom('api_keys').select(['id', 'revoked_at']).orderBy('id').execute(),
+    webhooks: await t.db.selectFrom('webhooks').select(['id', 'disabled_at']).orderBy('id').execute(),
+    sessions: await t.db.selectFrom('owner_sessions').select('user_id').execute(),
+  });
+  const owner = await t.db
+    .selectFrom('users')
+    .select('id')
+    .where('email', 'like', '%@fairway-demo.example')
+    .executeTakeFirstOrThrow();
+  // The owner signed in on the settings page before the restart.
+  await t.db
+    .insertInto('owner_sessions')
+    .values({
+      token_hash: 'b'.repeat(64),
+      user_id: owner.id,
+      csrf_token: 'c'.repeat(32),
+      expires_at: new Date(Date.now() + 3600_000),
+    })
+    .execute();
+  const before = await rows();
+  expect(before.keys.filter((k) => k.revoked_at === null)).toHaveLength(before.keys.length);
+
+  const started = startScript(await freePorts());
+  const { run } = started;
+  try {
+    const key = await waitFor(() => bannerKey(run.output), { timeoutMs: 60_000, what: 'the demo key' });
+    const bannerAt = run.output.length;
+    // The key the first run printed, still working.
+    const trip = await fetch(/(http:\/\/localhost:\d+\/api\/v1\/trips\/trp_\w+)/.exec(run.output)![1]!, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(trip.status).toBe(200);
+    expect(await rows()).toEqual(before);
+    // *.created events are not grouped, and the demo's grouping waits seconds: a delivery soon.
+    await waitFor(() => run.output.slice(bannerAt).includes('signature verified'), {
+      timeoutMs: 30_000,
+      what: 'a verified delivery after the banner',
+    });
+    await ctrlC(started);
+  } finally {
+    await stopLeftovers(started);
   }
 }, 120_000);

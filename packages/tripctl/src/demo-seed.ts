@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '@trips/db';
 import { agencyObjectIds, createAgency, findNewestAgencyOwnedAt, updateAgency } from '@trips/db/agencies';
-import { createApiKey, listApiKeys, revokeApiKey } from '@trips/db/api-keys';
+import { API_KEY_PATTERN, createApiKey, findKeyCredentials, hashApiKey } from '@trips/db/api-keys';
 import { addContactToTrip, insertContact } from '@trips/db/contacts';
 import { insertPayment } from '@trips/db/payments';
 import { insertTrip } from '@trips/db/trips';
@@ -25,7 +25,7 @@ export interface DemoSeed {
   agencyName: string;
   ownerId: string;
   ownerEmail: string;
-  key: { id: string; key: string; prefix: string; scopes: string[] };
+  key: { id: string; key: string; scopes: string[] };
   /** API-visible trips, in the order seeded; a good one to fetch first is `featuredTripId`. */
   tripIds: string[];
   /** Undefined only when a reused agency has no trip left. */
@@ -86,7 +86,7 @@ export async function seedDemoAgency(db: Kysely<Database>, input: DemoSeedInput)
       agencyName: agency.name,
       ownerId: owner.id,
       ownerEmail,
-      key: { id: key.id, key: key.key, prefix: key.prefix, scopes: key.scopes },
+      key: { id: key.id, key: key.key, scopes: key.scopes },
       tripIds,
       featuredTripId: tripIdsByKey.get(FEATURED_TRIP)!,
       templateId,
@@ -98,22 +98,22 @@ export async function seedDemoAgency(db: Kysely<Database>, input: DemoSeedInput)
 
 /**
  * The newest demo agency an earlier seed made, made ready again: API access on, subscription
- * active, and a new key with `scopes`, the earlier demo keys revoked (a key is shown only once, so
- * a run that must print one makes one, and leaves one working). Undefined when there is none yet.
- * What the simulator has changed since stays as it is.
+ * active. Its key is `keepKey` while that is a key of this agency not revoked (keys are stored
+ * hashed, so the caller keeps the plaintext, as scripts/start.sh does in .demo/); else a new demo
+ * key. No key is revoked: a client still using an earlier one goes on working. Undefined when
+ * there is no demo agency yet. What the simulator has changed since stays as it is.
  */
 export async function reuseDemoAgency(
   db: Kysely<Database>,
-  input: DemoSeedInput,
-): Promise<DemoSeed | undefined> {
+  input: DemoSeedInput & { keepKey?: string },
+): Promise<(DemoSeed & { keyKept: boolean }) | undefined> {
   return db.transaction().execute(async (trx) => {
     const found = await findNewestAgencyOwnedAt(trx, DEMO_OWNER_DOMAIN);
     if (!found) return undefined;
     await updateAgency(trx, found.id, { apiEnabled: true, subscriptionStatus: 'active' });
-    for (const old of await listApiKeys(trx, found.id)) {
-      if (old.name === DEMO_KEY_NAME && !old.revoked_at) await revokeApiKey(trx, old.id);
-    }
-    const key = await createApiKey(trx, { agencyId: found.id, scopes: input.scopes, name: DEMO_KEY_NAME });
+    const kept = input.keepKey ? await liveKeyOf(trx, found.id, input.keepKey) : undefined;
+    const key =
+      kept ?? (await createApiKey(trx, { agencyId: found.id, scopes: input.scopes, name: DEMO_KEY_NAME }));
     const contents = await agencyObjectIds(trx, found.id);
     const featuredTitle = demoTrips(new Date(), '').find((t) => t.key === FEATURED_TRIP)?.title;
     return {
@@ -121,7 +121,8 @@ export async function reuseDemoAgency(
       agencyName: found.name,
       ownerId: found.owner_id,
       ownerEmail: found.owner_email,
-      key: { id: key.id, key: key.key, prefix: key.prefix, scopes: key.scopes },
+      key: { id: key.id, key: key.key, scopes: key.scopes },
+      keyKept: kept !== undefined,
       tripIds: contents.trips.map((t) => t.id),
       featuredTripId: (contents.trips.find((t) => t.title === featuredTitle) ?? contents.trips[0])?.id,
       templateId: contents.templateIds[0],
@@ -129,4 +130,12 @@ export async function reuseDemoAgency(
       contactIds: contents.contactIds,
     };
   });
+}
+
+/** `key` with its id and scopes, when it is a key of `agencyId` that is not revoked. */
+async function liveKeyOf(db: Kysely<Database>, agencyId: string, key: string) {
+  if (!API_KEY_PATTERN.test(key)) return undefined;
+  const found = await findKeyCredentials(db, hashApiKey(key));
+  if (!found || found.revoked || found.agencyId !== agencyId) return undefined;
+  return { id: found.keyId, key, scopes: found.scopes };
 }

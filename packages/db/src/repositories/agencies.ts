@@ -56,7 +56,7 @@ export async function listAgencies(db: Kysely<Database>) {
 
 /**
  * The newest agency with an owner whose e-mail address is at `domain`, with that owner: how
- * `tripctl demo seed --reuse` finds the demo agency an earlier run made.
+ * `tripctl demo prepare` finds the demo agency an earlier run made.
  */
 export async function findNewestAgencyOwnedAt(db: Kysely<Database>, domain: string) {
   return db
