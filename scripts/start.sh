@@ -60,6 +60,17 @@ prepare_demo_data() {
   owner_email=$(field "$demo" owner_email)
 }
 
+# The dispatcher trusts the demo CA (scripts/demo-cert.sh: the demo receiver's certificate, and
+# yours for a receiver of your own) and, when WEBHOOK_CA_FILE names one, that file's CAs as well.
+trust_demo_ca() {
+  bash scripts/demo-cert.sh .demo/receiver >/dev/null
+  cat .demo/ca.pem >.demo/webhook-ca.pem
+  if [ -n "${WEBHOOK_CA_FILE:-}" ]; then
+    cat "$WEBHOOK_CA_FILE" >>.demo/webhook-ca.pem ||
+      { echo "start.sh: cannot read WEBHOOK_CA_FILE=$WEBHOOK_CA_FILE, the CA you asked the dispatcher to trust besides the demo's" >&2; exit 1; }
+  fi
+}
+
 # Each background process in a process group of its own (job control), so that Ctrl-C reaches this
 # script alone and stop() below asks each process once. In the terminal's group, the services also
 # got Ctrl-C's SIGINT, and stop()'s SIGTERM was a second signal that cut their graceful stop short.
@@ -143,6 +154,8 @@ $watch
   psql "$DATABASE_URL" -c "UPDATE trips SET status = 'confirmed' WHERE agency_id = '$agency' AND status = 'planning'"
 API settings page (keys, webhooks, delivery log): http://localhost:${PORT}/settings
   sign in as $owner_email with the password $owner_password
+Your own receiver: bash scripts/demo-cert.sh gives it a certificate for localhost that this dispatcher trusts;
+  add its https://localhost:<port>/… URL as a webhook on the settings page (docs/settings.md).
 API reference: http://localhost:${PORT}/docs. Ctrl-C stops everything.
 Infrastructure: $infrastructure.
 The services log at level $service_log_level here (LOG_LEVEL=info bash scripts/start.sh shows every request).
@@ -153,18 +166,17 @@ INFO
 check_ports
 prepare_demo_data
 mkdir -p "$logs"
+trust_demo_ca
 
-# The demo receiver makes a throwaway CA; the dispatcher trusts it and may reach loopback (demo only).
-rm -f .demo/ca.pem
 run_in_background receiver env DEMO_WEBHOOK_SECRET="$(field "$demo" webhook_secret)" DEMO_RECEIVER_PORT="$receiver_port" \
-  DEMO_CA_FILE=.demo/ca.pem node scripts/demo-receiver.ts
-wait_until_ready receiver '[ -s .demo/ca.pem ] && (exec 3<>"/dev/tcp/127.0.0.1/${receiver_port}")'
+  DEMO_TLS_DIR=.demo/receiver node scripts/demo-receiver.ts
+wait_until_ready receiver '(exec 3<>"/dev/tcp/127.0.0.1/${receiver_port}")'
 
 # The recorder turns every change into an event (GET /api/v1/events) and publishes it to RabbitMQ;
 # the dispatcher delivers it to the webhooks. The dispatcher is ready first: it declares the queues,
 # so the demo seed's events need not wait the recorder's second before it publishes again what no
-# queue took.
-WEBHOOK_CA_FILE="$PWD/.demo/ca.pem" WEBHOOK_ALLOW_PRIVATE_NETWORKS=true run_service dispatcher
+# queue took. It may reach loopback, where the demo receiver is (demo only).
+WEBHOOK_CA_FILE="$PWD/.demo/webhook-ca.pem" WEBHOOK_ALLOW_PRIVATE_NETWORKS=true run_service dispatcher
 wait_until_ready dispatcher "curl -sf http://127.0.0.1:${DISPATCHER_HEALTH_PORT:-3002}/readyz"
 run_service recorder
 wait_until_ready recorder "curl -sf http://127.0.0.1:${RECORDER_HEALTH_PORT:-3001}/readyz"

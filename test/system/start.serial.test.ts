@@ -1,22 +1,33 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { queueNames, topology } from '@trips/broker';
+import { EVENT_TYPE_NAMES } from '@trips/contracts';
+import { createWebhook } from '@trips/db/webhooks';
 import { readConfig } from '@trips/dispatcher';
 import {
+  createTestCa,
   createTestDatabase,
   deleteAmqpObjects,
   randomAmqpPrefix,
+  startReceiver,
+  verifySignature,
   waitFor,
   type TestDatabase,
+  type TestReceiver,
 } from '@trips/testkit';
 import { freePort } from './cluster.ts';
 
 // The README's first command, `bash scripts/start.sh`, as someone trying the system runs it: the
 // demo key it prints reads a trip, the simulator's changes reach the demo receiver as verified
-// webhooks, and Ctrl-C stops everything, each service once and gracefully. Serial: it runs the
-// whole system (four processes and the simulator) and writes the demo CA into the repository's
-// .demo/, which another run of it would share.
+// webhooks, and Ctrl-C stops everything, each service once and gracefully. A restart keeps the key,
+// the webhook and the owner's session, and an owner's own HTTPS receivers on localhost get verified
+// deliveries: one with a certificate from scripts/demo-cert.sh, one whose CA WEBHOOK_CA_FILE names.
+// Serial: it runs the whole system (four processes and the simulator) and writes the demo CA and
+// state into the repository's .demo/, which another run of it would share.
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 let t: TestDatabase;
@@ -196,7 +207,21 @@ test('start.sh: a working demo key, verified webhooks, and Ctrl-C stops every se
   }
 }, 120_000);
 
-test('a restart keeps the demo key, its webhook and the owner signed in: nothing revoked or added', async () => {
+/** `bash scripts/demo-cert.sh <dir>`, as the banner says, and the key and certificate it wrote. */
+function demoCertificate(): { key: string; cert: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'trips-own-receiver-'));
+  try {
+    execFileSync('bash', ['scripts/demo-cert.sh', dir], { cwd: repoRoot, stdio: 'ignore' });
+    return {
+      key: readFileSync(join(dir, 'key.pem'), 'utf8'),
+      cert: readFileSync(join(dir, 'cert.pem'), 'utf8'),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('a restart keeps the demo key, its webhook and the owner signed in, and delivers to receivers of your own', async () => {
   const rows = async () => ({
     keys: await t.db.selectFrom('api_keys').select(['id', 'revoked_at']).orderBy('id').execute(),
     webhooks: await t.db.selectFrom('webhooks').select(['id', 'disabled_at']).orderBy('id').execute(),
@@ -204,7 +229,7 @@ test('a restart keeps the demo key, its webhook and the owner signed in: nothing
   });
   const owner = await t.db
     .selectFrom('users')
-    .select('id')
+    .select(['id', 'agency_id'])
     .where('email', 'like', '%@fairway-demo.example')
     .executeTakeFirstOrThrow();
   // The owner signed in on the settings page before the restart.
@@ -217,12 +242,30 @@ test('a restart keeps the demo key, its webhook and the owner signed in: nothing
       expires_at: new Date(Date.now() + 3600_000),
     })
     .execute();
-  const before = await rows();
-  expect(before.keys.filter((k) => k.revoked_at === null)).toHaveLength(before.keys.length);
-
-  const started = startScript(await freePorts());
-  const { run } = started;
+  // Receivers of the owner's own on this machine: one with a certificate from scripts/demo-cert.sh,
+  // one with a certificate of another CA, which WEBHOOK_CA_FILE names for start.sh. Each gets a
+  // webhook of the demo agency for every event.
+  const receivers: TestReceiver[] = [];
+  const ownReceiver = async (tls: { key: string; cert: string }) => {
+    const receiver = await startReceiver(tls);
+    receivers.push(receiver);
+    const { secret } = await createWebhook(t.db, {
+      agencyId: owner.agency_id,
+      url: receiver.url,
+      eventTypes: [...EVENT_TYPE_NAMES],
+    });
+    return { receiver, secret };
+  };
+  let started: ReturnType<typeof startScript> | undefined;
   try {
+    const mine = await ownReceiver(demoCertificate());
+    const otherCa = await createTestCa();
+    const theirs = await ownReceiver(otherCa);
+    const before = await rows();
+    expect(before.keys.filter((k) => k.revoked_at === null)).toHaveLength(before.keys.length);
+
+    started = startScript(await freePorts(), { WEBHOOK_CA_FILE: otherCa.caFile });
+    const { run } = started;
     const key = await waitFor(() => bannerKey(run.output), { timeoutMs: 60_000, what: 'the demo key' });
     const bannerAt = run.output.length;
     // The key the first run printed, still working.
@@ -236,8 +279,15 @@ test('a restart keeps the demo key, its webhook and the owner signed in: nothing
       timeoutMs: 30_000,
       what: 'a verified delivery after the banner',
     });
+    for (const own of [mine, theirs]) {
+      await waitFor(() => own.receiver.requests.some((r) => verifySignature(r, own.secret)), {
+        timeoutMs: 30_000,
+        what: `a verified delivery at ${own.receiver.url}`,
+      });
+    }
     await ctrlC(started);
   } finally {
-    await stopLeftovers(started);
+    if (started) await stopLeftovers(started);
+    for (const receiver of receivers) await receiver.close();
   }
-}, 120_000);
+}, 150_000);
