@@ -18,8 +18,9 @@ const env = new EnvReader();
 const { databaseUrl } = readCommonConfig(env);
 const agencyId = env.string('SIMULATOR_AGENCY', '');
 const intervalMs = env.duration('SIMULATOR_INTERVAL', '3s');
-/** The recorder's grouping delay, read from the same variable, to say when a *.updated event comes. */
+/** The recorder's grouping delays, read from the same variables, to say when a *.updated event comes. */
 const quietMs = env.duration('EVENT_GROUP_QUIET', '1m');
+const maxMs = env.duration('EVENT_GROUP_MAX', '5m');
 env.check(/^agy_/.test(agencyId), `SIMULATOR_AGENCY must be the demo agency's id (agy_…), got '${agencyId}'`);
 env.done();
 
@@ -30,7 +31,9 @@ function describe(change: CommittedChange): string {
     (e) => `${e.type}${Object.keys(e.data).length ? ` ${JSON.stringify(e.data)}` : ''} for ${e.objectId}`,
   );
   const grouped = change.touched.map(
-    (o) => `${o.type}.updated for ${o.id} once it has had no change for ${formatDuration(quietMs)}`,
+    (o) =>
+      `${o.type}.updated for ${o.id} once it has had no change for ${formatDuration(quietMs)} ` +
+      `(at most ${formatDuration(maxMs)} after the first)`,
   );
   const makes = [...now, ...grouped].join(', ') || 'no event (templates and draft payments make none)';
   return `simulator ✎ ${change.action} → ${makes}`;

@@ -19,6 +19,9 @@ receiver_port="${DEMO_RECEIVER_PORT:-4000}"
 # The services' JSON logs show warnings and errors only, so the demo's own lines stay readable
 # between them; LOG_LEVEL=info shows every request and batch too.
 service_log_level="${LOG_LEVEL:-warn}"
+# *.updated events wait seconds here, not production's minute, so that the simulator's changes reach
+# the receiver while one watches; the recorder groups by them and the simulator says when each comes.
+export EVENT_GROUP_QUIET="${EVENT_GROUP_QUIET:-5s}" EVENT_GROUP_MAX="${EVENT_GROUP_MAX:-20s}"
 # Each process's output also goes to a file here, to say why it stopped if it does.
 logs=.demo/logs
 
@@ -152,6 +155,9 @@ Demo API key (the same on every run, kept in .demo/demo.json): $key
   curl -H "Authorization: Bearer $key" "http://localhost:${PORT}/api/v1/events"
 $watch
   psql "$DATABASE_URL" -c "UPDATE trips SET status = 'confirmed' WHERE agency_id = '$agency' AND status = 'planning'"
+Created, status, paid and deleted events come at once. A *.updated event waits until its object has had no
+change for $EVENT_GROUP_QUIET (at most $EVENT_GROUP_MAX after the first), so that a burst of edits makes one event:
+EVENT_GROUP_QUIET and EVENT_GROUP_MAX, which production leaves at 1m and 5m (docs/events.md, "Grouping").
 API settings page (keys, webhooks, delivery log): http://localhost:${PORT}/settings
   sign in as $owner_email with the password $owner_password
 Your own receiver: bash scripts/demo-cert.sh gives it a certificate for localhost that this dispatcher trusts;

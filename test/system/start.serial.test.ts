@@ -274,10 +274,13 @@ test('a restart keeps the demo key, its webhook and the owner signed in, and del
     });
     expect(trip.status).toBe(200);
     expect(await rows()).toEqual(before);
-    // *.created events are not grouped, and the demo's grouping waits seconds: a delivery soon.
-    await waitFor(() => run.output.slice(bannerAt).includes('signature verified'), {
+    // The demo groups *.updated events for seconds, not production's minute, and says so.
+    expect(run.output).toContain(
+      'A *.updated event waits until its object has had no\nchange for 5s (at most 20s after the first)',
+    );
+    await waitFor(() => /webhook ✓ \w+\.updated /.test(run.output.slice(bannerAt)), {
       timeoutMs: 30_000,
-      what: 'a verified delivery after the banner',
+      what: 'a verified *.updated delivery after the banner',
     });
     for (const own of [mine, theirs]) {
       await waitFor(() => own.receiver.requests.some((r) => verifySignature(r, own.secret)), {
