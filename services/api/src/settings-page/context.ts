@@ -13,6 +13,8 @@ export interface SettingsPageOptions extends SignInPolicy {
   sessionTtlMs: number;
   /** EVENT_RETENTION, to tell owners how far back a redelivery reaches. */
   eventRetentionMs: number;
+  /** WEBHOOK_ALLOW_PRIVATE_NETWORKS (development only): the add form then says how to reach this machine. */
+  allowPrivateNetworks?: boolean;
 }
 
 /** What the page's routes share, area by area: made once, when the router is. */

@@ -8,7 +8,7 @@ import type { WebhookDraft } from '../views/webhook-form.ts';
 
 /** The overview: the agency's keys and webhooks, and the forms that add one. */
 async function renderOverview(
-  { settings }: PageContext,
+  { settings, options }: PageContext,
   req: Request,
   res: SignedIn,
   status = 200,
@@ -24,7 +24,17 @@ async function renderOverview(
   res
     .status(status)
     .type('html')
-    .send(overviewPage(user, { keys, webhooks, successRates, draft, notice: notice(req), ...banner }));
+    .send(
+      overviewPage(user, {
+        keys,
+        webhooks,
+        successRates,
+        draft,
+        localUrls: options.allowPrivateNetworks ?? false,
+        notice: notice(req),
+        ...banner,
+      }),
+    );
 }
 
 /** A refused action of a form on the overview shows the overview again (with what was typed). */

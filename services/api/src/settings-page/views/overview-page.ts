@@ -15,6 +15,8 @@ export function overviewPage(
     /** Each webhook's share of delivered attempts over the last 24 hours. */
     successRates: Map<string, number | null>;
     draft?: WebhookDraft;
+    /** Webhook URLs on this machine are allowed (development): say how a local receiver is trusted. */
+    localUrls?: boolean;
   } & Banner,
 ): string {
   const draft = input.draft ?? {};
@@ -39,6 +41,7 @@ export function overviewPage(
         <h2 id="webhooks-heading">Webhooks</h2>
         ${input.webhooks.length === 0 ? html`<p>No webhooks yet.</p>` : webhooksTable(input.webhooks, input.successRates)}
         <h3>Add a webhook</h3>
+        ${input.localUrls ? localReceiverHint : ''}
         <form method="post" action="/settings/webhooks">
           ${csrfField(user)}
           ${webhookFields('webhook', { url: draft.url ?? '', description: draft.description ?? '', events: draft.events ?? [] })}
@@ -48,6 +51,11 @@ export function overviewPage(
     user,
   );
 }
+
+const localReceiverHint = html`<p class="hint">
+  This server also delivers to https://localhost. For a receiver of your own in the demo,
+  <code>bash scripts/demo-cert.sh</code> makes a certificate its dispatcher trusts (docs/settings.md).
+</p>`;
 
 function keysTable(user: SessionUser, keys: ApiKeyView[]): SafeHtml {
   const columns: Column<ApiKeyView>[] = [
