@@ -34,8 +34,10 @@ export function registerDemo(program: Command, ctx: Context): void {
     .option('--name <name>', 'the demo agency name', parseName)
     .option(...JSON_OPTION)
     .action(async (opts: { baseUrl?: string; name?: string; json?: boolean }) => {
+      // A bad PORT is refused before anything is made.
+      const baseUrl = opts.baseUrl ?? defaultBaseUrl(ctx.env);
       const seed = await seedDemoAgency(ctx.db(), { name: opts.name, scopes: [...SCOPES] });
-      const curl = curlLine(seed, opts.baseUrl ?? defaultBaseUrl(ctx.env));
+      const curl = curlLine(seed, baseUrl);
       printResult(ctx.io, opts.json, { ...seedData(seed), curl }, [
         `Created demo agency ${seed.agencyId} "${seed.agencyName}": API enabled, subscription active.`,
         `Owner: ${seed.ownerEmail} (${seed.ownerId})`,
@@ -62,6 +64,7 @@ export function registerDemo(program: Command, ctx: Context): void {
     .option(...BASE_URL_OPTION)
     .option(...JSON_OPTION)
     .action(async (opts: { receiverUrl: string; state: string; baseUrl?: string; json?: boolean }) => {
+      const baseUrl = opts.baseUrl ?? defaultBaseUrl(ctx.env);
       const ownerPassword = await readPassword(ctx.io, "The demo owner's password: ");
       if (ownerPassword === '') throw usageError('no password given on stdin.');
       const { seed, webhook, made } = await prepareDemo(ctx, {
@@ -70,7 +73,7 @@ export function registerDemo(program: Command, ctx: Context): void {
         ownerPassword,
         scopes: [...SCOPES],
       });
-      const curl = curlLine(seed, opts.baseUrl ?? defaultBaseUrl(ctx.env));
+      const curl = curlLine(seed, baseUrl);
       const anew = (what: keyof typeof made) => (made[what] ? 'new' : 'kept');
       printResult(
         ctx.io,
