@@ -150,7 +150,7 @@ async function endpoint(
   receiver.answer = (request) => {
     const mood = e.mood;
     e.requests.push({ request, delivered: mood === 'ok' });
-    if (mood === 'fail') return { status: 503, body: 'down for maintenance' };
+    if (mood === 'fail') return { status: 500, body: 'down for maintenance' };
     // Answers, but only after the dispatcher stopped waiting.
     if (mood === 'timeout') return { status: 200, delayMs: TIMEOUT_MS + 1_000 };
     // To another agency's endpoint: were it followed, that agency would get this one's events.

@@ -198,7 +198,7 @@ test('one event is one trace from write to retried delivery; an API request cont
     eventTypes: ['trip.created'],
   });
   // The first attempt fails, so the event's trace holds a retry from the delay queue.
-  receiver.answer = () => (receiver.requests.length === 1 ? { status: 503 } : { status: 200 });
+  receiver.answer = () => (receiver.requests.length === 1 ? { status: 500 } : { status: 200 });
   const api = await startServices();
 
   // The host application's write.
@@ -260,7 +260,7 @@ test('one event is one trace from write to retried delivery; an API request cont
     'trips.webhook.id': webhook.id,
     'trips.delivery.attempt': 1,
     'trips.delivery.outcome': 'retry_scheduled',
-    'http.response.status_code': 503,
+    'http.response.status_code': 500,
     'trips.delivery.source': 'fan_out',
   });
   expect(attempts[1]!.attributes).toMatchObject({

@@ -31,6 +31,11 @@ export interface DeliveryMessage {
   /** When this delivery first failed (ms since the epoch), null before any failure. */
   first_failed_at: number | null;
   /**
+   * Attempts the receiver answered by asking to wait a short while (429, 503: D10). The retry
+   * schedule counts the others only: the schedule's step is `attempt - waits`. Absent: none.
+   */
+  waits?: number;
+  /**
    * Written by dispatchers before webhook lanes (a saturated webhook's deliveries then went round
    * delay queues, each time longer); still accepted so such messages in flight are delivered, and
    * never written now.
@@ -61,6 +66,7 @@ export const MESSAGE_SCHEMAS = {
       event: eventRef,
       attempt: { type: 'integer', minimum: 1 },
       first_failed_at: { type: ['integer', 'null'], minimum: 0 },
+      waits: { type: 'integer', minimum: 1 },
       busy_deferrals: { type: 'integer', minimum: 1 },
     },
   },

@@ -139,6 +139,7 @@ export interface Database {
   sign_in_failures: SignInFailuresTable;
   platform_secrets: PlatformSecretsTable;
   held_deliveries: HeldDeliveriesTable;
+  webhook_pace: WebhookPaceTable;
 }
 
 export type Agency = Selectable<AgenciesTable>;
@@ -214,6 +215,8 @@ export interface WebhooksTable {
   last_success_at: Timestamp | null;
   warned_at: Timestamp | null;
   epoch: Generated<number>;
+  /** The owner's rate limit: at most this many deliveries a second, by all dispatchers together (migration 0021). */
+  rate_limit: number | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -246,7 +249,24 @@ export interface WebhookAttemptsTable {
   response_headers: string | null;
   /** Node's error code of a failure without an answer, e.g. CERT_HAS_EXPIRED. */
   error_detail: string | null;
+  /** When the delivery is due again, as the dispatcher scheduled it; null: none is (migration 0021). */
+  next_attempt_at: Timestamp | null;
 }
+
+/** A webhook's pace, shared by every dispatcher (migration 0021, repositories/webhook-pace.ts). */
+export interface WebhookPaceTable {
+  webhook_id: string;
+  /** The receiver answered 429 or 503: nothing is attempted before then. */
+  paused_until: Timestamp | null;
+  /** The status of the answer that paused it. */
+  pause_status: number | null;
+  /** The Retry-After that answer gave, in ms; null: it gave none (or one that did not parse). */
+  pause_retry_after_ms: number | null;
+  /** The owner's rate limit: the first send time not yet reserved by a dispatcher. */
+  next_send_at: Timestamp | null;
+}
+
+export type WebhookPaceRow = Selectable<WebhookPaceTable>;
 
 export type OwnerNoticeKind = 'webhook_failing' | 'webhook_switched_off';
 

@@ -79,6 +79,17 @@ export function readConfig(source: Record<string, string | undefined> = process.
      * off: every delivery batch reads its webhooks, and no LISTEN connection is opened.
      */
     webhookCacheTtlMs: env.duration('DISPATCHER_WEBHOOK_CACHE_TTL', '30s', { allowZero: true }),
+    /**
+     * A receiver that answers 429 or 503 asks us to wait (D10). A pause up to this long keeps the
+     * refused delivery in its lane, due when the pause ends, off the retry schedule; a longer one
+     * is a failure on the schedule, retried no sooner than the receiver asked.
+     */
+    lanePauseMaxMs: env.duration('DISPATCHER_LANE_PAUSE_MAX', '60s'),
+    /**
+     * The pause after a 429 or 503 without a Retry-After we can read: doubled with each such answer
+     * in a row, up to thirty times this. Short: such a receiver has said nothing of how long.
+     */
+    pauseBackoffMs: env.duration('DISPATCHER_PAUSE_BACKOFF', '1s'),
     /** /healthz and /readyz; 0 picks a free port (tests). */
     healthPort: env.int('DISPATCHER_HEALTH_PORT', 3002, { min: 0, max: 65_535 }),
     /** SIGTERM: in-flight attempts finish (they last at most WEBHOOK_TIMEOUT); past this the process exits anyway. */
@@ -120,13 +131,27 @@ function readCa(file: string, env: EnvReader): string | undefined {
 }
 
 /**
- * The delivery policy as data, derived from the settings in one place (architecture example 4).
- * Everything that decides when to retry, warn or switch off reads it from here.
+ * The delivery policy as data, derived from the settings in one place. Everything that decides when
+ * to retry, pause, warn or switch off reads it from here (lifecycle.ts, switch-off.ts).
  */
-function deliveryPolicy(c: { retryDelaysMs: number[]; failureWindowMs: number; timeoutMs: number }) {
+function deliveryPolicy(c: {
+  retryDelaysMs: number[];
+  failureWindowMs: number;
+  timeoutMs: number;
+  lanePauseMaxMs: number;
+  pauseBackoffMs: number;
+}) {
   return {
     retryDelaysMs: c.retryDelaysMs,
     failureWindowMs: c.failureWindowMs,
+    /** A receiver's pause up to this long keeps its refused delivery in the lane (lifecycle.ts). */
+    shortPauseMs: c.lanePauseMaxMs,
+    /** How the receiver's pace pauses a webhook (endpoint/pace.ts): never past the failure window. */
+    pause: {
+      backoffMs: c.pauseBackoffMs,
+      maxBackoffMs: Math.min(30 * c.pauseBackoffMs, c.failureWindowMs),
+      maxPauseMs: c.failureWindowMs,
+    },
     /** Owners are warned once a webhook has failed for a third of the window (issue 4). */
     warnAfterMs: Math.round(c.failureWindowMs / 3),
     /**

@@ -1,18 +1,25 @@
 import type { ConsumeMessage } from 'amqplib';
 import { capturedAtOf, deliveryMessageProperties, type Topology } from '@trips/broker';
 import { isTestEventId, isValid, type DeliveryMessage } from '@trips/contracts';
-import type { DeliveryTarget } from '@trips/db/webhooks';
+import type { NewAttempt } from '@trips/db/webhook-attempts';
 import { atMostEvery, tracing, type Carrier, type Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
 import { parseContent, type Disposition, type Publisher } from './consumer.ts';
-import type { AttemptResult, Sender } from './sender.ts';
-import type { DeferReason, Endpoints } from './endpoints.ts';
-import { nextRetry } from './schedule.ts';
-import type { DeliveryStore, HoldOptions } from './store.ts';
+import type { Endpoints } from './endpoint/endpoints.ts';
+import { followUp, type DeferReason } from './lifecycle.ts';
 import type { Outcome } from './outcome.ts';
+import type { AttemptResult, Sender } from './sender.ts';
+import type { DeliveryStore, HoldOptions } from './store.ts';
+import type { Target } from './targets-cache.ts';
 import { headersOf, traceAttempt } from './tracing.ts';
 
 export type { Outcome } from './outcome.ts';
+
+/** What the deliverer needs of the webhook lanes: to hold a delivery in one (lanes.ts `laneEntry`). */
+export interface LaneEntry {
+  /** Puts the delivery in its webhook's lane; resolves once committed. */
+  hold(delivery: DeliveryMessage, options?: HoldOptions): Promise<void>;
+}
 
 export interface DelivererDeps {
   store: DeliveryStore;
@@ -33,158 +40,219 @@ export interface DelivererDeps {
  */
 export type Source = 'fan_out' | 'deliveries_queue' | 'lane';
 
-/** What the deliverer needs of the webhook lanes (lanes.ts). */
-export interface LaneEntry {
-  /** Puts the delivery in its webhook's lane; resolves once committed. */
-  hold(delivery: DeliveryMessage, options?: HoldOptions): Promise<void>;
+/** One delivery to attempt, as its caller has it. */
+export interface AttemptRequest {
+  delivery: DeliveryMessage;
+  /** The webhook as just read; undefined: it is gone. */
+  target: Target | undefined;
+  /** Where a retry is published: the message's own channel, or the lanes'. */
+  publisher: Publisher;
+  source: Source;
+  /**
+   * When its event's change was captured (the message's headers, the lane's row), carried with a
+   * retry or a hold so the lag from the writer's commit is observed whenever the 2xx comes.
+   */
+  capturedAt?: Date;
+  /** The lane row it was claimed from (source `lane`): the deliverer settles the row. */
+  heldId?: number;
 }
 
-export interface Deliverer {
-  /**
-   * One attempt of the delivery to its webhook as just read (undefined: the webhook is gone).
-   * `capturedAt`, when its event's change was captured (from the message's headers or the lane's
-   * row), goes with a retry or a hold, so the lag from the writer's commit is observed whenever the
-   * 2xx comes; absent when not known (nothing is observed then).
-   */
-  attempt(
-    delivery: DeliveryMessage,
-    target: DeliveryTarget | undefined,
-    publisher: Publisher,
-    source: Source,
-    capturedAt?: Date,
-  ): Promise<Outcome>;
-  /** Handles a message of the deliveries queue: a retry whose delay has passed. */
-  handle(message: ConsumeMessage, publisher: Publisher): Promise<Disposition>;
+/** Where the delivery is while it is attempted, and how it moves on from there. */
+interface Place {
+  /** It waits in its webhook's lane, as `delivery`, not before `notBefore`. */
+  toLane(delivery: DeliveryMessage, notBefore?: Date): Promise<void>;
+  /** It is done with here: delivered, dropped, given up, or in a delay queue now. */
+  done(): Promise<void>;
+  /** It was not attempted: it stays in its lane, or goes there, not before `until`. */
+  notAttempted(delivery: DeliveryMessage, until?: Date): Promise<void>;
 }
 
 /**
- * One attempt of one delivery (spec 4.4, 6.2–6.4; D7). The webhook is read fresh for every attempt,
- * so a changed URL or secret applies to the next one and a switch-off drops what is still queued.
- *
- * A delivery is attempted at once when its webhook has room, or after a short wait for a slot of a
- * healthy webhook (endpoints.ts); otherwise it waits in the webhook's lane (lanes.ts) and the
- * message that brought it is acked, so no queue shared by every agency waits on one webhook. The
- * lane and the waiting deliveries take turns for the webhook's slots, so a steady stream cannot
- * starve its backlog.
+ * One attempt of one delivery (spec 4.4, 6.2–6.4; D7, D10), carried out as lifecycle.ts decides:
+ * `prepare` (drop what is no longer wanted) → the endpoint's admission → send → `followUp`, one
+ * handler each, and the delivery moved to where it waits next (its lane, a delay queue) before
+ * the message or lane row that brought it is settled. The webhook comes as its caller read it
+ * (targets-cache.ts says how fresh that is).
  */
-export function createDeliverer(deps: DelivererDeps): Deliverer {
-  const { store, sender, endpoints, lanes, policy, topology, logger } = deps;
-  const refusedRetryNoticeDue = atMostEvery(60_000);
+export class Deliverer {
+  private readonly deps: DelivererDeps;
+  private readonly refusedRetryNoticeDue = atMostEvery(60_000);
+  private readonly pauseFailureNoticeDue = atMostEvery(60_000);
 
-  const publish = (publisher: Publisher, queue: string, delivery: DeliveryMessage, capturedAt?: Date) => {
+  constructor(deps: DelivererDeps) {
+    this.deps = deps;
+  }
+
+  /** One attempt of the delivery, or none and why; the delivery ends up where its outcome says. */
+  attempt(request: AttemptRequest): Promise<Outcome> {
+    const tracer = tracing.tracer;
+    return tracer
+      ? traceAttempt(tracer, request.delivery, request.source, () => this.attemptOnce(request))
+      : this.attemptOnce(request);
+  }
+
+  /** Handles a message of the deliveries queue: a retry whose delay has passed. */
+  async handle(message: ConsumeMessage, publisher: Publisher): Promise<Disposition> {
+    const delivery = parseContent(message);
+    if (!isValid('DeliveryMessage', delivery)) {
+      this.deps.logger.error(
+        { messageId: message.properties.messageId },
+        'malformed delivery message parked',
+      );
+      return 'park';
+    }
+    const target = await this.deps.store.target(delivery.webhook_id);
+    const capturedAt = capturedAtOf(message.properties.headers as Record<string, unknown> | undefined);
+    const run = () => this.attempt({ delivery, target, publisher, source: 'deliveries_queue', capturedAt });
+    // Tracing on: the attempt continues the trace of the attempt that scheduled this retry.
+    const tracer = tracing.tracer;
+    await (tracer ? tracer.withCarried(delivery.event.id, headersOf(message), run) : run());
+    return 'ack';
+  }
+
+  private async attemptOnce(request: AttemptRequest): Promise<Outcome> {
+    const { delivery, target, source } = request;
+    const place = this.placeOf(request);
+    let outcome = prepare(delivery, target);
+    if (outcome) await place.done();
+    else {
+      const guarded = await this.deps.endpoints.run(
+        delivery.webhook_id,
+        target!,
+        () => this.deps.sender.send({ url: target!.url, event: delivery.event, secrets: target!.secrets }),
+        source !== 'lane',
+      );
+      outcome =
+        'deferred' in guarded
+          ? await notAttempted(request, place, guarded.deferred, guarded.until)
+          : await this.settle(request, place, guarded.attempted, guarded.pause);
+    }
+    log(this.deps.logger, delivery, outcome);
+    this.deps.onOutcome?.(outcome, delivery, source, request.capturedAt);
+    return outcome;
+  }
+
+  /** An attempt was made: record it, and move the delivery to where its follow-up says. */
+  private async settle(
+    request: AttemptRequest,
+    place: Place,
+    result: AttemptResult,
+    pause: { until: number; longer: boolean } | undefined,
+  ): Promise<Outcome> {
+    const { delivery, publisher, capturedAt } = request;
+    const next = followUp(this.deps.policy, delivery, result, pause?.until);
+    const dueAt =
+      next.kind === 'wait_in_lane'
+        ? next.until
+        : next.kind === 'wait_in_delay_queue'
+          ? next.dueAt
+          : undefined;
+    await Promise.all([
+      this.deps.store.record(attemptRow(delivery, result, dueAt)),
+      pause?.longer && this.sharePause(delivery.webhook_id, result, pause.until),
+    ]);
+    switch (next.kind) {
+      case 'delivered':
+        await place.done();
+        return { kind: 'delivered', result };
+      case 'gave_up':
+        await place.done();
+        return { kind: 'gave_up', result };
+      case 'wait_in_lane':
+        await place.toLane(next.next, new Date(next.until));
+        return { kind: 'asked_to_wait', result, until: new Date(next.until) };
+      case 'wait_in_delay_queue':
+        try {
+          // Confirmed by RabbitMQ before the current copy is acked (or released from its lane).
+          await this.publishRetry(publisher, next.delayMs, next.next, capturedAt);
+          await place.done();
+        } catch (error) {
+          // The delay queue is full (or the channel went): the retry waits out its delay in its lane.
+          if (this.refusedRetryNoticeDue())
+            this.deps.logger.warn(
+              { err: error, webhookId: delivery.webhook_id },
+              'retry not queued; held in its lane instead',
+            );
+          await place.toLane(next.next, new Date(next.dueAt));
+        }
+        return { kind: 'retry_scheduled', result, delayMs: next.delayMs, dueAt: new Date(next.dueAt) };
+    }
+  }
+
+  private publishRetry(publisher: Publisher, delayMs: number, delivery: DeliveryMessage, capturedAt?: Date) {
     const properties = deliveryMessageProperties(delivery, capturedAt);
     // Tracing on: the retry carries the failed attempt's context through its delay queue.
     tracing.tracer?.injectActive(properties.headers as Carrier);
+    const queue = this.deps.topology.retryQueue(delayMs);
     return publisher.publish('', queue, Buffer.from(JSON.stringify(delivery)), properties);
-  };
+  }
 
-  const prepare = (delivery: DeliveryMessage, target: DeliveryTarget | undefined): Outcome | undefined => {
-    if (!target) return { kind: 'dropped', reason: 'webhook_gone' };
-    if (target.disabled_at || target.epoch !== delivery.epoch)
-      return { kind: 'dropped', reason: 'webhook_off' };
-    if (!target.event_types.includes(delivery.event.type)) return { kind: 'dropped', reason: 'unsubscribed' };
-    return undefined;
-  };
-
-  const record = (delivery: DeliveryMessage, result: AttemptResult) =>
-    store.record({
-      webhookId: delivery.webhook_id,
-      eventId: delivery.event.id,
-      eventType: delivery.event.type,
-      attempt: delivery.attempt,
-      attemptedAt: result.at,
-      durationMs: result.durationMs,
-      statusCode: result.statusCode,
-      error: result.error,
-      responseBody: result.body,
-      requestSignature: result.signature ?? null,
-      // A recorded event's body is its event record, rebuilt from `events` when shown; only one
-      // in no record keeps what was sent (migration 0018).
-      requestBody: isTestEventId(delivery.event.id) ? JSON.stringify(delivery.event) : null,
-      responseHeaders: result.responseHeaders ?? null,
-      errorDetail: result.errorDetail ?? null,
-    });
-
-  const handleSuccess = async (delivery: DeliveryMessage, result: AttemptResult): Promise<Outcome> => {
-    await record(delivery, result);
-    return { kind: 'delivered', result };
-  };
-
-  const handleFailure = async (
-    delivery: DeliveryMessage,
-    result: AttemptResult,
-    publisher: Publisher,
-    capturedAt: Date | undefined,
-  ): Promise<Outcome> => {
-    await record(delivery, result);
-    const retry = nextRetry(policy, delivery.attempt, delivery.first_failed_at, result.at.getTime());
-    if (!retry) return { kind: 'gave_up', result };
-    // Confirmed by RabbitMQ before the current copy is acked (or released from its lane).
-    // busy_deferrals: written by dispatchers before lanes; it means nothing now.
-    const { busy_deferrals: _, ...rest } = delivery;
-    const next = { ...rest, attempt: delivery.attempt + 1, first_failed_at: retry.firstFailedAt };
+  /** Tells every dispatcher of a pause this one learned first; the attempt settles either way. */
+  private async sharePause(webhookId: string, result: AttemptResult, until: number): Promise<void> {
     try {
-      await publish(publisher, topology.retryQueue(retry.delayMs), next, capturedAt);
+      await this.deps.store.pause(webhookId, {
+        forMs: until - Date.now(),
+        status: result.statusCode!,
+        retryAfterMs: result.backPressure?.retryAfterMs ?? null,
+      });
     } catch (error) {
-      // The delay queue is full (or the channel went): the retry waits out its delay in its lane.
-      if (refusedRetryNoticeDue())
-        logger.warn(
-          { err: error, webhookId: delivery.webhook_id },
-          'retry not queued; held in its lane instead',
-        );
-      await lanes.hold(next, { notBefore: new Date(result.at.getTime() + retry.delayMs), capturedAt });
+      if (this.pauseFailureNoticeDue())
+        this.deps.logger.warn({ err: error, webhookId }, 'pause not shared with the other dispatchers');
     }
-    return { kind: 'retry_scheduled', result, delayMs: retry.delayMs };
-  };
+  }
 
-  const handleHeld = async (delivery: DeliveryMessage, reason: DeferReason, capturedAt: Date | undefined) => {
-    // Not an attempt: nothing was sent, so the attempt number and the window stay as they were.
-    await lanes.hold(delivery, { capturedAt });
-    return { kind: 'held', reason } as const;
-  };
+  private placeOf({ heldId, capturedAt }: AttemptRequest): Place {
+    const { lanes, store } = this.deps;
+    if (heldId === undefined)
+      return {
+        toLane: (delivery, notBefore) => lanes.hold(delivery, { notBefore, capturedAt }),
+        done: async () => {},
+        notAttempted: (delivery, until) => lanes.hold(delivery, { notBefore: until, capturedAt }),
+      };
+    return {
+      toLane: (delivery, notBefore) => store.reschedule(heldId, delivery, notBefore ?? new Date()),
+      done: () => store.release(heldId),
+      notAttempted: () => store.unclaim(heldId),
+    };
+  }
+}
 
-  const attemptOnce: Deliverer['attempt'] = async (delivery, target, publisher, source, capturedAt) => {
-    let outcome = prepare(delivery, target);
-    if (!outcome) {
-      const guarded = await endpoints.run(
-        delivery.webhook_id,
-        () => sender.send({ url: target!.url, event: delivery.event, secrets: target!.secrets }),
-        source !== 'lane',
-      );
-      if ('deferred' in guarded) {
-        outcome =
-          source === 'lane'
-            ? { kind: 'deferred', reason: guarded.deferred }
-            : await handleHeld(delivery, guarded.deferred, capturedAt);
-      } else if (guarded.attempted.error === null) outcome = await handleSuccess(delivery, guarded.attempted);
-      else outcome = await handleFailure(delivery, guarded.attempted, publisher, capturedAt);
-    }
-    log(logger, delivery, outcome);
-    deps.onOutcome?.(outcome, delivery, source, capturedAt);
-    return outcome;
-  };
-  const attempt: Deliverer['attempt'] = (delivery, target, publisher, source, capturedAt) => {
-    const once = () => attemptOnce(delivery, target, publisher, source, capturedAt);
-    const tracer = tracing.tracer;
-    return tracer ? traceAttempt(tracer, delivery, source, once) : once();
-  };
+/** Whether the delivery is still wanted by its webhook as just read; the outcome if not. */
+function prepare(delivery: DeliveryMessage, target: Target | undefined): Outcome | undefined {
+  if (!target) return { kind: 'dropped', reason: 'webhook_gone' };
+  if (target.disabled_at || target.epoch !== delivery.epoch)
+    return { kind: 'dropped', reason: 'webhook_off' };
+  if (!target.event_types.includes(delivery.event.type)) return { kind: 'dropped', reason: 'unsubscribed' };
+  return undefined;
+}
 
+/** Not attempted: nothing was sent, so the attempt number and the window stay as they were. */
+async function notAttempted(request: AttemptRequest, place: Place, reason: DeferReason, until?: number) {
+  await place.notAttempted(request.delivery, until === undefined ? undefined : new Date(until));
+  return request.source === 'lane'
+    ? ({ kind: 'deferred', reason } as const)
+    : ({ kind: 'held', reason } as const);
+}
+
+/** The attempts log's row of an attempt, with when its delivery is due again (null: it is not). */
+function attemptRow(delivery: DeliveryMessage, result: AttemptResult, dueAt: number | undefined): NewAttempt {
   return {
-    attempt,
-    async handle(message, publisher) {
-      const delivery = parseContent(message);
-      if (!isValid('DeliveryMessage', delivery)) {
-        logger.error({ messageId: message.properties.messageId }, 'malformed delivery message parked');
-        return 'park';
-      }
-      const target = await store.target(delivery.webhook_id);
-      const capturedAt = capturedAtOf(message.properties.headers as Record<string, unknown> | undefined);
-      const run = () => attempt(delivery, target, publisher, 'deliveries_queue', capturedAt);
-      // Tracing on: the attempt continues the trace of the attempt that scheduled this retry.
-      const tracer = tracing.tracer;
-      await (tracer ? tracer.withCarried(delivery.event.id, headersOf(message), run) : run());
-      return 'ack';
-    },
+    webhookId: delivery.webhook_id,
+    eventId: delivery.event.id,
+    eventType: delivery.event.type,
+    attempt: delivery.attempt,
+    attemptedAt: result.at,
+    durationMs: result.durationMs,
+    statusCode: result.statusCode,
+    error: result.error,
+    responseBody: result.body,
+    requestSignature: result.signature ?? null,
+    // A recorded event's body is its event record, rebuilt from `events` when shown; only one
+    // in no record keeps what was sent (migration 0018).
+    requestBody: isTestEventId(delivery.event.id) ? JSON.stringify(delivery.event) : null,
+    responseHeaders: result.responseHeaders ?? null,
+    errorDetail: result.errorDetail ?? null,
+    nextAttemptAt: dueAt === undefined ? null : new Date(dueAt),
   };
 }
 
@@ -201,11 +269,20 @@ function log(logger: Logger, delivery: DeliveryMessage, outcome: Outcome): void 
     }),
     ...('reason' in outcome && { reason: outcome.reason }),
     ...('delayMs' in outcome && { retryInMs: outcome.delayMs }),
+    ...('until' in outcome && { until: outcome.until }),
   };
   // Delivered, held and deferred are the normal course (lanes.ts sums up held lanes per webhook);
   // the rest is what an operator looks for.
   if (outcome.kind === 'delivered' || outcome.kind === 'held' || outcome.kind === 'deferred')
     logger.debug(fields, outcome.kind);
   else if (outcome.kind === 'gave_up') logger.warn(fields, 'delivery gave up: retry window passed');
+  else if (outcome.kind === 'asked_to_wait') logger.info(fields, askedToWaitWords(outcome.result));
   else logger.info(fields, `delivery ${outcome.kind.replace('_', ' ')}`);
+}
+
+/** "asked to wait: 429, Retry-After 1 s", as the delivery log says it too. */
+function askedToWaitWords(result: AttemptResult): string {
+  const after = result.backPressure?.retryAfterMs;
+  const retryAfter = after === undefined ? 'no Retry-After' : `Retry-After ${Math.round(after / 1000)} s`;
+  return `asked to wait: ${result.statusCode}, ${retryAfter}`;
 }

@@ -40,8 +40,8 @@ export function fanOutHandler(deps: {
     // record: the event must not come back while its attempts are still going out.
     const settled = await Promise.allSettled(
       targets.map((target) =>
-        deliverer.attempt(
-          {
+        deliverer.attempt({
+          delivery: {
             webhook_id: target.id,
             agency_id: agencyId,
             epoch: target.epoch,
@@ -51,9 +51,9 @@ export function fanOutHandler(deps: {
           },
           target,
           publisher,
-          'fan_out',
+          source: 'fan_out',
           capturedAt,
-        ),
+        }),
       ),
     );
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');

@@ -1,11 +1,39 @@
 import { isValid, type DeliveryMessage } from '@trips/contracts';
 import type { HeldDelivery } from '@trips/db/held-deliveries';
-import type { DeliveryTarget } from '@trips/db/webhooks';
 import { atMostEvery, Loop, type Logger } from '@trips/runtime';
 import type { Publisher } from './consumer.ts';
 import type { Deliverer, LaneEntry } from './deliverer.ts';
-import type { Endpoints } from './endpoints.ts';
+import type { Endpoints } from './endpoint/endpoints.ts';
 import type { DeliveryStore, HoldOptions } from './store.ts';
+import type { Target } from './targets-cache.ts';
+
+/**
+ * Rings the lanes about a webhook: a delivery was held in its lane, or it may have room again (an
+ * attempt ended, its pause or rate lets one through, its breaker's trial is due). Made before the
+ * endpoints and the deliverer, which ring it, and answered by the lanes, which are made after them
+ * and serve the lane by attempting through the deliverer.
+ */
+export class LaneBell {
+  private answer: (webhookId: string, why: 'held' | 'room') => void = () => {};
+
+  ring(webhookId: string, why: 'held' | 'room'): void {
+    this.answer(webhookId, why);
+  }
+
+  answeredBy(answer: (webhookId: string, why: 'held' | 'room') => void): void {
+    this.answer = answer;
+  }
+}
+
+/** How a delivery enters its webhook's lane: committed, then the lanes are rung. */
+export function laneEntry(store: DeliveryStore, bell: LaneBell): LaneEntry {
+  return {
+    async hold(delivery: DeliveryMessage, options: HoldOptions = {}) {
+      await store.hold(delivery, options);
+      bell.ring(delivery.webhook_id, 'held');
+    },
+  };
+}
 
 export interface LaneOptions {
   /** A claim lasts this long; a dispatcher that dies leaves its claims to expire, then another takes them. */
@@ -23,7 +51,7 @@ interface Lane {
   /** Claimed deliveries not yet started. */
   claimed: HeldDelivery[];
   /** The webhook as read with the last claim: an attempt starts with no read of its own, so it takes its slot at once. */
-  target: DeliveryTarget | undefined;
+  target: Target | undefined;
   claiming: boolean;
   /**
    * The next claim takes ids above this (0: from the lane's start). A long lane is drained from
@@ -35,7 +63,7 @@ interface Lane {
   inFlight: number;
   /** Bumped by every hold: a claim that found the lane empty forgets it only if none came since. */
   holds: number;
-  /** Logs that the lane waits on an open breaker, at most once a minute. */
+  /** Logs that the lane waits (breaker open, paused), at most once a minute. */
   waitingNoticeDue: () => boolean;
 }
 
@@ -46,15 +74,19 @@ interface Lane {
  * at the pace of fan-out, not of the slowest endpoint, and each webhook drains its own backlog at
  * its own pace, up to DISPATCHER_ENDPOINT_CONCURRENCY attempts at once.
  *
- * A lane is served when one of its attempts ends, when its breaker lets a trial through, when a
- * delivery is held in it, and on every scan. Behind an open breaker nothing happens at all: no
+ * A lane is served when one of its attempts ends, when its breaker lets a trial through, when its
+ * pause ends or its rate lets the next delivery go, when a delivery is held in it, and on every
+ * scan. Behind an open breaker, or while the receiver asked to wait, nothing happens at all: no
  * claim, no message, no log line but one a minute; the lane's deliveries wait for the endpoint to
- * answer again, or for the switch-off to drop them. When the process has maxInFlight lane attempts
+ * answer again, or for the switch-off to drop them. A paced lane (the receiver's pace, the owner's
+ * rate limit) is served at its rate. When the process has maxInFlight lane attempts
  * out, the lanes waiting for one take turns (round robin), so many busy webhooks share it fairly.
  */
-export class Lanes implements LaneEntry {
+export class Lanes {
   private readonly store: DeliveryStore;
   private readonly endpoints: Endpoints;
+  private readonly deliverer: Deliverer;
+  private readonly publisher: Publisher;
   private readonly options: LaneOptions;
   private readonly logger: Logger;
   private readonly lanes = new Map<string, Lane>();
@@ -62,15 +94,27 @@ export class Lanes implements LaneEntry {
   private readonly turns = new Set<string>();
   private readonly running = new Set<Promise<void>>();
   private inFlight = 0;
-  private deliverer: Deliverer | undefined;
-  private publisher: Publisher | undefined;
   private readonly scan: Loop;
   private stopping = false;
   private readonly failureLogDue = atMostEvery(10_000);
 
-  constructor(deps: { store: DeliveryStore; endpoints: Endpoints }, options: LaneOptions, logger: Logger) {
+  constructor(
+    deps: {
+      store: DeliveryStore;
+      endpoints: Endpoints;
+      /** Attempts the lanes' deliveries, and settles their rows. */
+      deliverer: Deliverer;
+      /** Where the lanes' retries are published: a confirm channel of their own (they hold no message). */
+      publisher: Publisher;
+      bell: LaneBell;
+    },
+    options: LaneOptions,
+    logger: Logger,
+  ) {
     this.store = deps.store;
     this.endpoints = deps.endpoints;
+    this.deliverer = deps.deliverer;
+    this.publisher = deps.publisher;
     this.options = options;
     this.logger = logger;
     this.scan = new Loop(
@@ -82,19 +126,14 @@ export class Lanes implements LaneEntry {
       options.scanIntervalMs,
       logger,
     );
-    this.endpoints.onRoom((webhookId) => this.serve(webhookId));
+    deps.bell.answeredBy((webhookId, why) =>
+      why === 'held' ? this.known(webhookId) : this.serve(webhookId),
+    );
   }
 
-  /** Starts serving the lanes, attempting through `deliverer` and publishing retries with `publisher`. */
-  start(deliverer: Deliverer, publisher: Publisher): void {
-    this.deliverer = deliverer;
-    this.publisher = publisher;
+  /** Starts looking for lanes other dispatchers filled (a hold here rings at once). */
+  start(): void {
     this.scan.start();
-  }
-
-  async hold(delivery: DeliveryMessage, options: HoldOptions = {}): Promise<void> {
-    await this.store.hold(delivery, options);
-    this.known(delivery.webhook_id);
   }
 
   /** The webhook's lane holds deliveries: remember it and serve it. */
@@ -120,16 +159,9 @@ export class Lanes implements LaneEntry {
   /** Starts what the webhook and the process have room for, claiming more when needed. */
   private serve(webhookId: string): void {
     const lane = this.lanes.get(webhookId);
-    if (!lane || this.stopping || !this.deliverer) return;
+    if (!lane || this.stopping) return;
+    if (this.heldBack(webhookId, lane)) return;
     let room = this.endpoints.room(webhookId);
-    if (this.endpoints.isOpen(webhookId)) {
-      // Claims would only expire meanwhile: what this process claimed goes back to the lane.
-      for (const held of lane.claimed.splice(0)) void this.store.unclaim(held.id).catch(() => {});
-      lane.after = 0;
-      if (lane.inFlight === 0 && lane.waitingNoticeDue())
-        this.logger.info({ webhookId }, 'deliveries held: the endpoint is failing (breaker open)');
-      return;
-    }
     while (room > 0 && lane.claimed.length > 0) {
       if (this.inFlight >= this.options.maxInFlight) return void this.turns.add(webhookId);
       this.begin(webhookId, lane, lane.claimed.shift()!);
@@ -137,14 +169,37 @@ export class Lanes implements LaneEntry {
     }
     if (this.inFlight >= this.options.maxInFlight) return void this.turns.add(webhookId);
     // Claimed ahead of the free slots, up to a claim's worth waiting, so a busy lane's slots never
-    // wait for a claim's round trip; a breaker's trial takes one, and only when it is due.
+    // wait for a claim's round trip; a breaker's trial takes one, and only when it is due; a paced
+    // lane claims what its rate lets start soon, so nothing claimed waits out its lease.
     const trial = this.endpoints.isTrial(webhookId);
-    if (lane.claiming || lane.claimed.length >= this.options.claimSize || (trial && room === 0)) return;
+    const limit = trial ? 1 : this.endpoints.isPaced(webhookId) ? room : this.options.claimSize;
+    if (lane.claiming || lane.claimed.length >= limit || (trial && room === 0)) return;
+    this.claim(webhookId, lane, limit);
+  }
+
+  /**
+   * Behind an open breaker, or while the receiver asked to wait, a lane is not served at all:
+   * claims would only expire meanwhile, so what this process claimed goes back. The breaker's trial,
+   * or the pause's end, rings the lane again.
+   */
+  private heldBack(webhookId: string, lane: Lane): boolean {
+    const open = this.endpoints.isOpen(webhookId);
+    const paused = this.endpoints.pausedUntil(webhookId) > Date.now();
+    if (!open && !paused) return false;
+    for (const held of lane.claimed.splice(0)) void this.store.unclaim(held.id).catch(() => {});
+    lane.after = 0;
+    if (lane.inFlight === 0 && lane.waitingNoticeDue()) {
+      const why = open ? 'the endpoint is failing (breaker open)' : 'the receiver asked to wait';
+      this.logger.info({ webhookId }, `deliveries held: ${why}`);
+    }
+    return true;
+  }
+
+  private claim(webhookId: string, lane: Lane, limit: number): void {
     lane.claiming = true;
     const holds = lane.holds;
-    const limit = trial ? 1 : this.options.claimSize;
     const after = this.claimFrom(lane);
-    // The webhook is read with each claim, so a changed URL or secret applies from the next few.
+    // The webhook is read with each claim, so a changed URL, secret or rate applies from the next few.
     Promise.all([
       this.store.claim(webhookId, limit, this.options.leaseMs, after),
       this.store.target(webhookId),
@@ -158,6 +213,7 @@ export class Lanes implements LaneEntry {
         }
         if (claimed.length > 0 && (!target || target.disabled_at)) return void this.dropLane(webhookId);
         lane.target = target;
+        if (target) this.endpoints.follow(webhookId, target);
         lane.claimed.push(...claimed);
         // A short claim found the end of the lane: the next one starts over from its start.
         lane.after = claimed.length === limit ? Math.max(after, ...claimed.map((held) => held.id)) : 0;
@@ -225,15 +281,15 @@ export class Lanes implements LaneEntry {
       this.logger.error({ webhookId, heldId: held.id }, 'malformed held delivery dropped');
       return this.store.release(held.id);
     }
-    const outcome = await this.deliverer!.attempt(
+    // The deliverer settles the row: released, given back, or put back in its place for later.
+    await this.deliverer.attempt({
       delivery,
-      lane.target,
-      this.publisher!,
-      'lane',
-      held.capturedAt,
-    );
-    if (outcome.kind === 'deferred') await this.store.unclaim(held.id);
-    else await this.store.release(held.id);
+      target: lane.target,
+      publisher: this.publisher,
+      source: 'lane',
+      capturedAt: held.capturedAt,
+      heldId: held.id,
+    });
   }
 
   /** The webhook will never be attempted again (deleted, switched off, disabled): its whole lane goes. */

@@ -2,7 +2,7 @@ import type { Topology } from '@trips/broker';
 import { isGroupedType, type DeliveryMessage } from '@trips/contracts';
 import { Counter, Gauge, Histogram, LAG_BUCKETS, secondsSince, type Registry } from '@trips/runtime';
 import type { Outcome, Source } from './deliverer.ts';
-import type { Endpoints } from './endpoints.ts';
+import type { Endpoints } from './endpoint/endpoints.ts';
 
 /**
  * The dispatcher's Prometheus metrics (docs/operations.md says what each means and what to alert
@@ -26,7 +26,7 @@ export function dispatcherMetrics(
   const registers = [registry];
   const deliveries = new Counter({
     name: 'trips_deliveries_total',
-    help: 'Deliveries handled, by outcome: delivered, retry_scheduled, gave_up, held (put in the webhook lane), deferred (claimed from the lane, not attempted), dropped.',
+    help: 'Deliveries handled, by outcome: delivered, retry_scheduled, asked_to_wait (the receiver answered 429 or 503; back in the lane until its pause ends), gave_up, held (put in the webhook lane), deferred (claimed from the lane, not attempted), dropped.',
     labelNames: ['outcome'] as const,
     registers,
   });

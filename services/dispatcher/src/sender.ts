@@ -45,6 +45,11 @@ export interface AttemptResult {
   /** Node's error code of a failure without an answer (the reason in words is told from it). */
   errorDetail?: string | null;
   /**
+   * A 429 or 503 answer: the receiver asks us to slow down (D10). `retryAfterMs` is how long its
+   * Retry-After asked to wait (seconds or an HTTP date), absent when it gave none that parses.
+   */
+  backPressure?: { retryAfterMs?: number };
+  /**
    * The answer's body was still coming when its grace ran out, and was cut: the connection cannot
    * be used again, so every such attempt costs a new TLS handshake (endpoints.ts gives the
    * endpoint one slot while it answers so). Not stored.
@@ -160,6 +165,9 @@ export class Sender {
         error,
         body: text,
         bodyCut: cut,
+        ...(BACK_PRESSURE.has(status) && {
+          backPressure: { retryAfterMs: retryAfterMs(response.headers['retry-after'], Date.now()) },
+        }),
         signature,
         responseHeaders: headerLines(response.rawHeaders, BODY_LIMIT),
       });
@@ -181,6 +189,24 @@ export class Sender {
   close(): void {
     this.agent.destroy();
   }
+}
+
+/** The answers by which a receiver asks us to slow down (D10). */
+const BACK_PRESSURE = new Set([429, 503]);
+
+/**
+ * How long a Retry-After asks to wait (RFC 9110 10.2.3): whole seconds, or an HTTP date (a date
+ * already past: 0). Undefined for anything else, which counts as no Retry-After at all.
+ */
+export function retryAfterMs(value: string | undefined, now: number): number | undefined {
+  const text = value?.trim();
+  if (!text) return undefined;
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // An HTTP date starts with its weekday (IMF-fixdate, RFC 850, asctime); Date.parse alone would
+  // take a bare "12" or "2030" for a date.
+  if (!/^[A-Za-z]{3,9}, .+ GMT$|^[A-Za-z]{3} [A-Za-z]{3} +\d/.test(text)) return undefined;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** The attempt's whole time ran out: the status line, headers or body did not come in time. */

@@ -18,11 +18,11 @@ import {
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import type { DispatcherConfig } from './config.ts';
 import { Consumer, type Handler, type Publisher } from './consumer.ts';
-import { createDeliverer, type Deliverer, type Outcome } from './deliverer.ts';
-import { Sender } from './sender.ts';
-import { Endpoints, type EndpointProtection } from './endpoints.ts';
+import { Deliverer, type Outcome } from './deliverer.ts';
+import { Endpoints, type EndpointProtection } from './endpoint/endpoints.ts';
 import { fanOutHandler } from './fan-out.ts';
-import { Lanes } from './lanes.ts';
+import { LaneBell, laneEntry, Lanes } from './lanes.ts';
+import { Sender } from './sender.ts';
 import { Mailer } from './mailer.ts';
 import { dispatcherMetrics } from './metrics.ts';
 import { DeliveryStore } from './store.ts';
@@ -88,21 +88,14 @@ export async function startDispatcherService(
     allowPrivateNetworks: config.allowPrivateNetworks,
     ca: config.ca,
   });
-  const endpoints = createEndpoints(config, hooks.protection);
-  // One cache of webhooks per process, kept fresh by one LISTEN connection (targets-cache.ts); with
-  // DISPATCHER_WEBHOOK_CACHE_TTL 0 it is never trusted and every batch reads, as before it.
+  // One cache of webhooks per process (targets-cache.ts), kept fresh by the listener below.
   const targetsCache = new DeliveryTargetsCache({ ttlMs: config.webhookCacheTtlMs });
-  const targetsListener =
-    config.webhookCacheTtlMs > 0
-      ? new TargetsListener(
-          config.databaseUrl,
-          targetsCache,
-          logger.child({ component: 'webhook-changes' }),
-          { onEvent: hooks.onTargetsCache, retryMs: hooks.targetsListenRetryMs },
-        )
-      : undefined;
   // Deliveries in flight share their database round trips (store.ts, batching.ts).
   const store = new DeliveryStore(db, targetsCache);
+  // The endpoints and the deliverer ring it, the lanes answer (lanes.ts).
+  const bell = new LaneBell();
+  const endpoints = createEndpoints(config, { store, bell }, hooks.protection);
+  const targetsListener = createTargetsListener(config, { targetsCache, endpoints }, hooks, logger);
   /** Tells a Postgres outage from a message that fails on its own (consumer.ts). */
   const postgresUp = () => pingDatabase(db).then(() => true);
   const { registry, inspector, metrics } = createMetrics(connection, { endpoints, names, db }, logger);
@@ -112,14 +105,11 @@ export async function startDispatcherService(
     logger.child({ component: 'mailer' }),
   );
 
-  const lanes = createLanes(config, { store, endpoints }, logger);
-  // Lane attempts hold no message: their retries go out on a confirm channel of their own.
-  const laneChannel = new RecoveringChannel(connection, { name: 'lanes', setup: async () => {} }, logger);
-  const deliverer = createDeliverer({
+  const deliverer = new Deliverer({
     store,
     sender,
     endpoints,
-    lanes,
+    lanes: laneEntry(store, bell),
     policy: config.policy,
     topology: names,
     logger: logger.child({ component: 'deliverer' }),
@@ -128,6 +118,13 @@ export async function startDispatcherService(
       hooks.onOutcome?.(outcome, delivery);
     },
   });
+  // Lane attempts hold no message: their retries go out on a confirm channel of their own.
+  const laneChannel = new RecoveringChannel(connection, { name: 'lanes', setup: async () => {} }, logger);
+  const lanes = createLanes(
+    config,
+    { store, endpoints, deliverer, publisher: laneRetryPublisher(laneChannel), bell },
+    logger,
+  );
   // Quiet agencies' events look up their webhooks on connections and in batches of their own: an
   // import's lookups, in a busy Postgres, never stand in front of them. Attempts are recorded in
   // one pipeline per process, as two would wait on each other's lock of the webhook's row.
@@ -157,7 +154,7 @@ export async function startDispatcherService(
   // Before the first delivery, so it can already use the cache; without Postgres it keeps trying.
   await targetsListener?.start();
   await Promise.all([fanOut.ready(), express.ready(), deliveries.ready()]);
-  lanes.start(deliverer, laneRetryPublisher(laneChannel));
+  lanes.start();
   loops.mail.start();
   loops.switchOff.start();
   loops.prune.start();
@@ -188,22 +185,60 @@ export async function startDispatcherService(
   };
 }
 
-/** Short-term endpoint protection: per-webhook concurrency, the slow-endpoint rule, the breaker. */
-function createEndpoints(config: DispatcherConfig, protection?: Partial<EndpointProtection>): Endpoints {
-  return new Endpoints({
-    concurrency: config.endpointConcurrency,
-    inlineMaxMs: INLINE_MAX_MS,
-    inlineWaitMs: config.inlineWaitMs,
-    // The circuit breaker of short-term endpoint protection: every threshold is a setting, with
-    // why its default is what it is (config.ts).
-    breaker: {
-      errorThresholdPercentage: config.breakerErrorPercent,
-      volumeThreshold: config.breakerVolume,
-      rollingWindowMs: config.breakerWindowMs,
-      cooldownMs: config.breakerCooldownMs,
+/**
+ * The one LISTEN connection that keeps the webhooks cache fresh and tells the endpoints of pauses
+ * other dispatchers were asked for; with DISPATCHER_WEBHOOK_CACHE_TTL 0 there is none, the cache is
+ * never trusted and every batch reads (pauses then come with those reads).
+ */
+function createTargetsListener(
+  config: DispatcherConfig,
+  deps: { targetsCache: DeliveryTargetsCache; endpoints: Endpoints },
+  hooks: DispatcherHooks,
+  logger: Logger,
+): TargetsListener | undefined {
+  if (config.webhookCacheTtlMs <= 0) return undefined;
+  return new TargetsListener(
+    config.databaseUrl,
+    deps.targetsCache,
+    logger.child({ component: 'webhook-changes' }),
+    {
+      onEvent: hooks.onTargetsCache,
+      retryMs: hooks.targetsListenRetryMs,
+      onPause: (webhookId, until) => deps.endpoints.pausedElsewhere(webhookId, until),
     },
-    ...protection,
-  });
+  );
+}
+
+/**
+ * Each webhook's endpoint in this process: its slots, the slow-endpoint rule, the breaker, the
+ * receiver's pace and the owner's rate (endpoint/).
+ */
+function createEndpoints(
+  config: DispatcherConfig,
+  deps: { store: DeliveryStore; bell: LaneBell },
+  protection?: Partial<EndpointProtection>,
+): Endpoints {
+  return new Endpoints(
+    {
+      concurrency: config.endpointConcurrency,
+      inlineMaxMs: INLINE_MAX_MS,
+      inlineWaitMs: config.inlineWaitMs,
+      // Every threshold is a setting, with why its default is what it is (config.ts).
+      breaker: {
+        errorThresholdPercentage: config.breakerErrorPercent,
+        volumeThreshold: config.breakerVolume,
+        rollingWindowMs: config.breakerWindowMs,
+        cooldownMs: config.breakerCooldownMs,
+      },
+      pace: config.policy.pause,
+      ...protection,
+    },
+    {
+      reserveSendTimes: (webhookId, count, intervalMs) =>
+        deps.store.reserveSendTimes(webhookId, count, intervalMs),
+      onRoom: (webhookId) => deps.bell.ring(webhookId, 'room'),
+    },
+  );
 }
 
 /** The Prometheus registry and the dispatcher's metrics, with the channel that reads queue depths. */
@@ -232,7 +267,7 @@ function createMetrics(
 
 function createLanes(
   config: DispatcherConfig,
-  deps: { store: DeliveryStore; endpoints: Endpoints },
+  deps: ConstructorParameters<typeof Lanes>[0],
   logger: Logger,
 ): Lanes {
   return new Lanes(

@@ -7,19 +7,20 @@ import {
   holdDeliveries,
   lanesWithHeldDeliveries,
   releaseHeldDeliveries,
+  rescheduleHeldDeliveries,
   unclaimHeldDeliveries,
   type HeldDelivery,
 } from '@trips/db/held-deliveries';
 import { recordAttempt, recordAttempts, type NewAttempt } from '@trips/db/webhook-attempts';
+import { pauseWebhook, reserveSendTimes, type Pause } from '@trips/db/webhook-pace';
 import {
   activeDeliveryTargets,
   findDeliveryTarget,
   findDeliveryTargets,
-  type DeliveryTarget,
   type DeliveryTargetRead,
 } from '@trips/db/webhooks';
 import { Batcher } from './batching.ts';
-import type { DeliveryTargetsCache } from './targets-cache.ts';
+import type { DeliveryTargetsCache, Target } from './targets-cache.ts';
 
 /** Deliveries in flight per process are bounded by the prefetch; this only caps one statement's size. */
 const MAX_BATCH = 500;
@@ -33,7 +34,7 @@ const MAX_BATCH = 500;
 const RECORD_LINGER_MS = 10;
 
 /** The webhooks among an agency's active ones that subscribe to the type, keeping their order. */
-const subscribedTo = (eventType: string, targets: DeliveryTarget[]) =>
+const subscribedTo = (eventType: string, targets: Target[]) =>
   targets.filter((target) => target.event_types.includes(eventType));
 
 /** How a delivery is held in its webhook's lane. */
@@ -68,6 +69,7 @@ export class DeliveryStore {
   private readonly holds: Batcher<{ delivery: DeliveryMessage } & HoldOptions, void>;
   private readonly releases: Batcher<number, void>;
   private readonly unclaims: Batcher<number, void>;
+  private readonly reschedules: Batcher<{ id: number; delivery: DeliveryMessage; notBefore: Date }, void>;
 
   constructor(db: Kysely<Database>, cache: DeliveryTargetsCache) {
     this.db = db;
@@ -122,18 +124,23 @@ export class DeliveryStore {
     });
     this.releases = idsBatcher((ids) => releaseHeldDeliveries(db, ids));
     this.unclaims = idsBatcher((ids) => unclaimHeldDeliveries(db, ids));
+    this.reschedules = new Batcher({
+      runBatch: async (rows) => (await rescheduleHeldDeliveries(db, rows), rows.map(() => undefined)),
+      runOne: (row) => rescheduleHeldDeliveries(db, [row]),
+      maxBatch: MAX_BATCH,
+    });
   }
 
   /**
    * The active webhooks of the agency subscribed to the type, ordered by id (spec 6.2), as their
    * first attempts need them, as of the last change Postgres told of (targets-cache.ts).
    */
-  async subscribed(agencyId: string, eventType: string): Promise<DeliveryTarget[]> {
+  async subscribed(agencyId: string, eventType: string): Promise<Target[]> {
     return subscribedTo(eventType, await this.cache.agencyTargets(agencyId, this.readAgency));
   }
 
   /** The webhook as an attempt needs it, as of the last change Postgres told of (targets-cache.ts). */
-  target(webhookId: string): Promise<DeliveryTarget | undefined> {
+  target(webhookId: string): Promise<Target | undefined> {
     return this.cache.webhookTarget(webhookId, this.readWebhook);
   }
 
@@ -160,6 +167,24 @@ export class DeliveryStore {
   /** A claimed delivery goes back to its lane unattempted. */
   unclaim(id: number): Promise<void> {
     return this.unclaims.call(id);
+  }
+
+  /**
+   * A claimed delivery goes back to its place in its lane as it is to be attempted next, not before
+   * `notBefore` (the receiver asked to wait).
+   */
+  reschedule(id: number, delivery: DeliveryMessage, notBefore: Date): Promise<void> {
+    return this.reschedules.call({ id, delivery, notBefore });
+  }
+
+  /** Pauses the webhook for every dispatcher (the receiver asked to wait); see webhook-pace.ts. */
+  pause(webhookId: string, pause: Pause): Promise<boolean> {
+    return pauseWebhook(this.db, webhookId, pause);
+  }
+
+  /** Reserves send times of the webhook's owner's rate limit; answers when the first is, from now. */
+  reserveSendTimes(webhookId: string, count: number, intervalMs: number): Promise<number> {
+    return reserveSendTimes(this.db, webhookId, count, intervalMs);
   }
 
   /** The webhooks whose lanes hold deliveries. */

@@ -1,9 +1,15 @@
 import type { DeliveryTargetsChange } from '@trips/db/webhook-changes';
 import type { DeliveryTarget, DeliveryTargetRead } from '@trips/db/webhooks';
 
+/** A webhook as a delivery needs it: the receiver's shared pause made a time of this process's clock. */
+export interface Target extends DeliveryTarget {
+  /** When the receiver's pause ends (ms, this process's clock); null: not paused when read. */
+  paused_until: number | null;
+}
+
 /** A target as read, and when, on this process's clock, each of its secrets stops signing. */
 interface Kept {
-  target: DeliveryTarget;
+  target: Target;
   /** Per secret of `target.secrets`, in order: when it stops signing (Infinity: not before a rotation). */
   until: number[];
   /** The earliest of `until`: before it the target is used as it was read. */
@@ -84,7 +90,7 @@ export class DeliveryTargetsCache {
   async agencyTargets(
     agencyId: string,
     read: (agencyId: string) => Promise<DeliveryTargetRead[]>,
-  ): Promise<DeliveryTarget[]> {
+  ): Promise<Target[]> {
     const kept = await this.lookup(this.agencies, agencyId, read, (rows, at) =>
       rows.map((row) => keep(row, at)),
     );
@@ -96,7 +102,7 @@ export class DeliveryTargetsCache {
   async webhookTarget(
     webhookId: string,
     read: (webhookId: string) => Promise<DeliveryTargetRead | undefined>,
-  ): Promise<DeliveryTarget | undefined> {
+  ): Promise<Target | undefined> {
     const kept = await this.lookup(this.webhooks, webhookId, read, (row, at) => row && keep(row, at));
     return kept && current(kept, this.now());
   }
@@ -142,14 +148,16 @@ export class DeliveryTargetsCache {
 }
 
 function keep(row: DeliveryTargetRead, readAt: number): Kept {
-  const { secrets_expire_in_ms: expireInMs, ...target } = row;
-  // Counted from before the read was sent, so a secret ends here no later than in Postgres.
+  const { secrets_expire_in_ms: expireInMs, paused_for_ms: pausedForMs, ...read } = row;
+  // Counted from before the read was sent, so a secret ends here no later than in Postgres. A pause
+  // may end here up to a round trip early, which a Retry-After in whole seconds does not notice.
   const until = expireInMs.map((ms) => (ms === null ? Infinity : readAt + ms));
+  const target = { ...read, paused_until: pausedForMs === null ? null : readAt + pausedForMs };
   return { target, until, firstEnd: Math.min(...until) };
 }
 
 /** The target as of `now`: a secret past its end no longer signs. */
-function current(kept: Kept, now: number): DeliveryTarget {
+function current(kept: Kept, now: number): Target {
   if (now < kept.firstEnd) return kept.target;
   return { ...kept.target, secrets: kept.target.secrets.filter((_, i) => now < kept.until[i]!) };
 }

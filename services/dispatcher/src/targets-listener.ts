@@ -20,6 +20,11 @@ export interface TargetsListenerOptions {
   onEvent?: (event: TargetsCacheEvent) => void;
   /** The pause before listening again (tests lengthen it to watch the cache bypassed). */
   retryMs?: number;
+  /**
+   * Told when a receiver's pause began or grew, whichever dispatcher was asked (migration 0021),
+   * with when it ends on this process's clock: attempts already claimed or admitted hold off too.
+   */
+  onPause?: (webhookId: string, until: number) => void;
 }
 
 /**
@@ -33,6 +38,7 @@ export class TargetsListener {
   private readonly cache: DeliveryTargetsCache;
   private readonly logger: Logger;
   private readonly onEvent: ((event: TargetsCacheEvent) => void) | undefined;
+  private readonly onPause: ((webhookId: string, until: number) => void) | undefined;
   private readonly retryMs: number;
   /** A Postgres that stays away would otherwise log a warning every retry. */
   private readonly warnDue = atMostEvery(60_000);
@@ -50,6 +56,7 @@ export class TargetsListener {
     this.cache = cache;
     this.logger = logger;
     this.onEvent = options.onEvent;
+    this.onPause = options.onPause;
     this.retryMs = options.retryMs ?? RETRY_MS;
   }
 
@@ -76,6 +83,8 @@ export class TargetsListener {
         {
           onChange: (change) => {
             this.cache.changed(change);
+            if (change !== 'all' && change.pausedForMs !== undefined)
+              this.onPause?.(change.webhookId, Date.now() + change.pausedForMs);
             this.onEvent?.(change);
           },
           onLost: (error) => this.lost(error),

@@ -1,5 +1,5 @@
 import type { AttemptResult } from '../src/sender.ts';
-import { Endpoints, type GuardedResult } from '../src/endpoints.ts';
+import { Endpoints, type EndpointProtection, type GuardedResult } from '../src/endpoint/endpoints.ts';
 
 // Per-endpoint protection (endpoints.ts), on its own: two slots, an endpoint slower than 100 ms
 // refuses inline attempts, an inline caller waits for a slot 150 ms at most, and a breaker that
@@ -7,16 +7,35 @@ import { Endpoints, type GuardedResult } from '../src/endpoints.ts';
 // one slot until it has answered (slow start): tests of full slots let it answer once first.
 let endpoints: Endpoints;
 let roomFor: string[];
+/** Told of room besides `roomFor` (a test standing in for the lane). */
+let onRoom: (webhookId: string) => void;
+
+/** A webhook without an owner's limit, not paused. */
+const UNPACED = { rate_limit: null, paused_until: null };
+const PACE = { backoffMs: 1_000, maxBackoffMs: 30_000, maxPauseMs: 60_000 };
+
+/** Endpoints whose room is told to `roomFor`; no owner's limit applies, so no send time is reserved. */
+const endpointsWith = (protection: Omit<EndpointProtection, 'pace'>) =>
+  new Endpoints(
+    { ...protection, pace: PACE },
+    {
+      reserveSendTimes: () => Promise.reject(new Error('no owner limit in these tests')),
+      onRoom: (webhookId) => {
+        roomFor.push(webhookId);
+        onRoom(webhookId);
+      },
+    },
+  );
 
 beforeEach(() => {
-  endpoints = new Endpoints({
+  roomFor = [];
+  onRoom = () => {};
+  endpoints = endpointsWith({
     concurrency: 2,
     inlineMaxMs: 100,
     inlineWaitMs: 150,
     breaker: { errorThresholdPercentage: 50, volumeThreshold: 4, rollingWindowMs: 10_000, cooldownMs: 300 },
   });
-  roomFor = [];
-  endpoints.onRoom((webhookId) => roomFor.push(webhookId));
 });
 
 afterEach(() => endpoints.close());
@@ -26,7 +45,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const result = (error: AttemptResult['error'] = null): AttemptResult => ({
   at: new Date(),
   durationMs: 0,
-  statusCode: error ? 503 : 200,
+  statusCode: error ? 500 : 200,
   error,
   body: null,
 });
@@ -44,12 +63,12 @@ const deferred = (r: GuardedResult) => ('deferred' in r ? r.deferred : undefined
 
 /** One answered attempt: the endpoint's slots are all open from then on (with two, 2 ** 1). */
 const answeredOnce = async (webhookId: string) => {
-  await endpoints.run(webhookId, answeringIn(0), false);
+  await endpoints.run(webhookId, UNPACED, answeringIn(0), false);
   roomFor = [];
 };
 
 test('a new endpoint gets one attempt at a time, twice as many with each answer, up to its slots; no answer opens none', async () => {
-  const wide = new Endpoints({
+  const wide = endpointsWith({
     concurrency: 8,
     inlineMaxMs: 1_000,
     inlineWaitMs: 0,
@@ -62,7 +81,7 @@ test('a new endpoint gets one attempt at a time, twice as many with each answer,
     const fill = async (webhookId: string) => {
       const running: Promise<GuardedResult>[] = [];
       for (;;) {
-        const attempt = wide.run(webhookId, hanging, false);
+        const attempt = wide.run(webhookId, UNPACED, hanging, false);
         const settled = await Promise.race([attempt, sleep(10).then(() => undefined)]);
         if (settled && deferred(settled) === 'endpoint_busy') return running;
         running.push(attempt);
@@ -83,7 +102,7 @@ test('a new endpoint gets one attempt at a time, twice as many with each answer,
     expect(wide.room('whk_new')).toBe(8);
 
     // An attempt that ends without an answer (a timeout, a refused connection) opens nothing.
-    await wide.run('whk_silent', async () => ({ ...result('timeout'), statusCode: null }), false);
+    await wide.run('whk_silent', UNPACED, async () => ({ ...result('timeout'), statusCode: null }), false);
     expect(wide.room('whk_silent')).toBe(1);
   } finally {
     wide.close();
@@ -94,14 +113,17 @@ test('a lane attempt starts at once or is refused at once: it never waits for a 
   await answeredOnce('whk_1');
   let release!: () => void;
   const hung = new Promise<AttemptResult>((resolve) => (release = () => resolve(result())));
-  const running = [endpoints.run('whk_1', () => hung, true), endpoints.run('whk_1', () => hung, false)];
+  const running = [
+    endpoints.run('whk_1', UNPACED, () => hung, true),
+    endpoints.run('whk_1', UNPACED, () => hung, false),
+  ];
   expect(endpoints.room('whk_1')).toBe(0);
 
   const started = performance.now();
-  expect(deferred(await endpoints.run('whk_1', answeringIn(0), false))).toBe('endpoint_busy');
+  expect(deferred(await endpoints.run('whk_1', UNPACED, answeringIn(0), false))).toBe('endpoint_busy');
   expect(performance.now() - started).toBeLessThan(50);
   // Another webhook is not affected.
-  expect('attempted' in (await endpoints.run('whk_2', answeringIn(0), true))).toBe(true);
+  expect('attempted' in (await endpoints.run('whk_2', UNPACED, answeringIn(0), true))).toBe(true);
 
   release();
   await Promise.all(running);
@@ -111,7 +133,7 @@ test('a lane attempt starts at once or is refused at once: it never waits for a 
 });
 
 test('inline callers wait for a busy endpoint, in order; freed slots go to the lane and the line in turn', async () => {
-  await endpoints.run('whk_1', answeringIn(20), true); // measured: 20 ms an attempt
+  await endpoints.run('whk_1', UNPACED, answeringIn(20), true); // measured: 20 ms an attempt
   const started: string[] = [];
   const releases: (() => void)[] = [];
   const running: Promise<GuardedResult>[] = [];
@@ -121,13 +143,16 @@ test('inline callers wait for a busy endpoint, in order; freed slots go to the l
   };
   // The lane starts a delivery whenever it hears of room, as long as it has some ready.
   let laneReady = 0;
-  endpoints.onRoom((webhookId) => {
+  onRoom = (webhookId) => {
     if (webhookId !== 'whk_1' || laneReady === 0 || endpoints.room(webhookId) === 0) return;
     laneReady--;
-    running.push(endpoints.run(webhookId, held('lane'), false));
-  });
-  running.push(endpoints.run('whk_1', held('slot'), false), endpoints.run('whk_1', held('slot'), false));
-  const line = [1, 2, 3].map((i) => endpoints.run('whk_1', held(`line ${i}`), true));
+    running.push(endpoints.run(webhookId, UNPACED, held('lane'), false));
+  };
+  running.push(
+    endpoints.run('whk_1', UNPACED, held('slot'), false),
+    endpoints.run('whk_1', UNPACED, held('slot'), false),
+  );
+  const line = [1, 2, 3].map((i) => endpoints.run('whk_1', UNPACED, held(`line ${i}`), true));
   laneReady = 3;
   for (let i = 0; i < 5; i++) {
     releases[i]!();
@@ -147,9 +172,12 @@ test('an inline caller waits its longest, then is refused and leaves the line', 
   await answeredOnce('whk_1');
   let release!: () => void;
   const hung = new Promise<AttemptResult>((resolve) => (release = () => resolve(result())));
-  const slots = [endpoints.run('whk_1', () => hung, true), endpoints.run('whk_1', () => hung, true)];
+  const slots = [
+    endpoints.run('whk_1', UNPACED, () => hung, true),
+    endpoints.run('whk_1', UNPACED, () => hung, true),
+  ];
   const started = performance.now();
-  expect(deferred(await endpoints.run('whk_1', answeringIn(0), true))).toBe('endpoint_busy');
+  expect(deferred(await endpoints.run('whk_1', UNPACED, answeringIn(0), true))).toBe('endpoint_busy');
   expect(performance.now() - started).toBeGreaterThanOrEqual(140);
   release();
   await Promise.all(slots);
@@ -158,53 +186,54 @@ test('an inline caller waits its longest, then is refused and leaves the line', 
 
 test('an inline caller is refused at once when the line would not clear in time', async () => {
   // 60 ms an attempt: two slots serve 5 waiting callers within 150 ms; a 6th is refused at once.
-  await endpoints.run('whk_1', answeringIn(60), true);
+  await endpoints.run('whk_1', UNPACED, answeringIn(60), true);
   const slots = [
-    endpoints.run('whk_1', answeringIn(60), false),
-    endpoints.run('whk_1', answeringIn(60), false),
+    endpoints.run('whk_1', UNPACED, answeringIn(60), false),
+    endpoints.run('whk_1', UNPACED, answeringIn(60), false),
   ];
-  const line = [1, 2, 3, 4, 5].map(() => endpoints.run('whk_1', answeringIn(0), true));
+  const line = [1, 2, 3, 4, 5].map(() => endpoints.run('whk_1', UNPACED, answeringIn(0), true));
   const started = performance.now();
-  expect(deferred(await endpoints.run('whk_1', answeringIn(0), true))).toBe('endpoint_busy');
+  expect(deferred(await endpoints.run('whk_1', UNPACED, answeringIn(0), true))).toBe('endpoint_busy');
   expect(performance.now() - started).toBeLessThan(20);
   await Promise.all([...slots, ...line]);
 });
 
 test('a slow endpoint refuses inline attempts (a message would wait on them) but not lane attempts', async () => {
-  await Promise.all([endpoints.run('whk_slow', answeringIn(200), true)]);
-  expect(deferred(await endpoints.run('whk_slow', answeringIn(0), true))).toBe('endpoint_slow');
-  expect('attempted' in (await endpoints.run('whk_slow', answeringIn(0), false))).toBe(true);
+  await Promise.all([endpoints.run('whk_slow', UNPACED, answeringIn(200), true)]);
+  expect(deferred(await endpoints.run('whk_slow', UNPACED, answeringIn(0), true))).toBe('endpoint_slow');
+  expect('attempted' in (await endpoints.run('whk_slow', UNPACED, answeringIn(0), false))).toBe(true);
   // Unmeasured endpoints and fast ones take inline attempts.
-  expect('attempted' in (await endpoints.run('whk_new', answeringIn(0), true))).toBe(true);
+  expect('attempted' in (await endpoints.run('whk_new', UNPACED, answeringIn(0), true))).toBe(true);
 });
 
 test('an open breaker refuses everything and leaves no room; after its cooldown one trial, then room again', async () => {
-  for (let i = 0; i < 4; i++) await endpoints.run('whk_dead', answeringIn(0, 'connection_refused'), false);
+  for (let i = 0; i < 4; i++)
+    await endpoints.run('whk_dead', UNPACED, answeringIn(0, 'connection_refused'), false);
   expect(endpoints.isOpen('whk_dead')).toBe(true);
   expect(endpoints.room('whk_dead')).toBe(0);
-  expect(deferred(await endpoints.run('whk_dead', answeringIn(0), false))).toBe('circuit_open');
+  expect(deferred(await endpoints.run('whk_dead', UNPACED, answeringIn(0), false))).toBe('circuit_open');
 
   await sleep(400);
   expect(roomFor).toContain('whk_dead'); // told when the trial became due
   expect(endpoints.isOpen('whk_dead')).toBe(false);
   expect(endpoints.isTrial('whk_dead')).toBe(true);
   expect(endpoints.room('whk_dead')).toBe(1);
-  const trial = endpoints.run('whk_dead', answeringIn(50), false);
+  const trial = endpoints.run('whk_dead', UNPACED, answeringIn(50), false);
   expect(endpoints.room('whk_dead')).toBe(0);
-  expect(deferred(await endpoints.run('whk_dead', answeringIn(0), false))).toBe('circuit_open');
+  expect(deferred(await endpoints.run('whk_dead', UNPACED, answeringIn(0), false))).toBe('circuit_open');
   expect('attempted' in (await trial)).toBe(true);
   expect(endpoints.isTrial('whk_dead')).toBe(false);
   expect(endpoints.room('whk_dead')).toBe(2);
 });
 
 test('an endpoint whose answers trickle gets one slot, until an answer arrives whole again', async () => {
-  await endpoints.run('whk_1', trickled, false);
+  await endpoints.run('whk_1', UNPACED, trickled, false);
   expect(endpoints.room('whk_1')).toBe(1);
   let release!: () => void;
   const held = new Promise<AttemptResult>((resolve) => (release = () => resolve(result())));
-  const one = endpoints.run('whk_1', () => held, false);
+  const one = endpoints.run('whk_1', UNPACED, () => held, false);
   expect(endpoints.room('whk_1')).toBe(0);
-  expect(deferred(await endpoints.run('whk_1', answeringIn(0), false))).toBe('endpoint_busy');
+  expect(deferred(await endpoints.run('whk_1', UNPACED, answeringIn(0), false))).toBe('endpoint_busy');
   release();
   await one;
   expect(endpoints.room('whk_1')).toBe(2);

@@ -2,7 +2,7 @@ import type { DeliveryMessage } from '@trips/contracts';
 import { topology } from '@trips/broker';
 import { createMetricsRegistry } from '@trips/runtime';
 import type { Outcome } from '../src/deliverer.ts';
-import type { Endpoints } from '../src/endpoints.ts';
+import type { Endpoints } from '../src/endpoint/endpoints.ts';
 import { dispatcherMetrics } from '../src/metrics.ts';
 
 // The delivery lag histogram and the oldest pending delivery, on a registry of their own: which
@@ -112,6 +112,7 @@ test('a failed attempt is no delivery: no lag observed', async () => {
   const failed: Outcome = {
     kind: 'retry_scheduled',
     delayMs: 60_000,
+    dueAt: new Date(recordedAt + 60_000),
     result: { at: new Date(recordedAt), durationMs: 10, statusCode: 500, error: 'http_status', body: '' },
   };
   metrics.observe(failed, delivery(1), 'fan_out');

@@ -123,7 +123,7 @@ test('a retry the full delay queue refuses waits out its delay in its lane, then
   const { agencyId } = await agencyWithOwners(d.db);
   const r = await receiver();
   let failing = true;
-  r.answer = () => ({ status: failing ? 503 : 200 });
+  r.answer = () => ({ status: failing ? 500 : 200 });
   const webhook = await webhookFor(d.db, agencyId, r.url, ['payment.paid']);
   const events = Array.from({ length: 8 }, () => makeEvent('payment.paid'));
   // In two waves: a quorum queue takes a burst that arrives while it is under its bound whole, and

@@ -74,7 +74,7 @@ const attemptNumbers = async (webhookId: string) =>
 test('an open breaker holds deliveries in the lane; none is dropped, all arrive once the endpoint recovers', async () => {
   const { agencyId } = await agencyWithOwners(d.db);
   const r = await receiver();
-  r.answer = () => ({ status: 503 });
+  r.answer = () => ({ status: 500 });
   const webhook = await webhookFor(d.db, agencyId, r.url, ['payment.paid']);
   const events = Array.from({ length: 30 }, () => makeEvent('payment.paid'));
   for (const event of events) await d.publish(agencyId, event);

@@ -97,7 +97,7 @@ test('with the webhooks cached, a batch of first attempts sends only the attempt
 test('with the webhook cached, a retry sends only its attempt’s statement', async () => {
   const { agencyId } = await agencyWithOwners(d.db);
   const r = await receiver();
-  r.answer = () => ({ status: 503 });
+  r.answer = () => ({ status: 500 });
   await webhookFor(d.db, agencyId, r.url);
   const event = makeEvent();
   await d.publish(agencyId, event);

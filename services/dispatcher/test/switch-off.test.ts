@@ -69,7 +69,7 @@ test('no 2xx for the window: warned at a third, switched off once, one e-mail pe
   deadReceiver.answer = () => ({ status: 500, body: 'down' });
   const healthyReceiver = await receiver();
   const flakyReceiver = await receiver();
-  flakyReceiver.answer = () => ({ status: 503 });
+  flakyReceiver.answer = () => ({ status: 500 });
   const dead = await webhookFor(d.db, a.agencyId, deadReceiver.url);
   await webhookFor(d.db, a.agencyId, healthyReceiver.url);
   const flaky = await webhookFor(d.db, b.agencyId, flakyReceiver.url);

@@ -13,6 +13,8 @@ const target = (id: string, agencyId: string, url = `https://hooks.example/${id}
   epoch: 1,
   secrets: [`whsec_${id}`],
   secrets_expire_in_ms: [null],
+  rate_limit: null,
+  paused_for_ms: null,
 });
 
 /** A read the test answers by hand: each call is one read, pending until answered. */

@@ -19,6 +19,7 @@ import * as recordEventsFunction from './0017_record_events.ts';
 import * as attemptDetails from './0018_attempt_details.ts';
 import * as shownOnce from './0019_shown_once.ts';
 import * as captureTimes from './0020_capture_times.ts';
+import * as receiverPace from './0021_receiver_pace.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -45,6 +46,7 @@ export const migrations: Record<string, Migration> = {
   '0018_attempt_details': attemptDetails,
   '0019_shown_once': shownOnce,
   '0020_capture_times': captureTimes,
+  '0021_receiver_pace': receiverPace,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -90,6 +90,30 @@ export async function releaseHeldDeliveries(db: Db, ids: readonly number[]): Pro
 const RELEASE = `/* prepared: release_held_deliveries */
     DELETE FROM held_deliveries WHERE id = ANY($1::bigint[])`;
 
+/**
+ * Puts claimed deliveries back in their places in their lanes, each as it is to be attempted next
+ * and not before the time given: the receiver asked to wait. Each keeps its id, so it stays ahead
+ * of every delivery held after it.
+ */
+export async function rescheduleHeldDeliveries(
+  db: Db,
+  rows: readonly { id: number; delivery: unknown; notBefore: Date }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await db.executeQuery(
+    CompiledQuery.raw(RESCHEDULE, [
+      rows.map((r) => r.id),
+      rows.map((r) => JSON.stringify(r.delivery)),
+      rows.map((r) => r.notBefore),
+    ]),
+  );
+}
+
+const RESCHEDULE = `/* prepared: reschedule_held_deliveries */
+    UPDATE held_deliveries h SET delivery = r.delivery::jsonb, not_before = r.not_before, claimed_until = NULL
+      FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) AS r(id, delivery, not_before)
+     WHERE h.id = r.id`;
+
 /** Gives claimed deliveries back to their lanes unattempted (the endpoint could not take them). */
 export async function unclaimHeldDeliveries(db: Db, ids: readonly number[]): Promise<void> {
   if (ids.length === 0) return;

@@ -25,6 +25,8 @@ export interface NewAttempt {
   responseHeaders?: string | null;
   /** Node's error code of a failure without an answer. */
   errorDetail?: string | null;
+  /** When the delivery is due again, as scheduled; null or absent: it is not (delivered, given up). */
+  nextAttemptAt?: Date | null;
 }
 
 /**
@@ -67,6 +69,7 @@ export async function recordAttempts(db: Db, attempts: readonly NewAttempt[]): P
       column((a) => a.requestBody ?? null),
       column((a) => a.responseHeaders ?? null),
       column((a) => a.errorDetail ?? null),
+      column((a) => a.nextAttemptAt ?? null),
     ]),
   );
 }
@@ -75,18 +78,18 @@ const RECORD_ATTEMPTS = `/* prepared: record_attempts */
     WITH batch AS (
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::int[],
                            $7::int[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
-                           $13::text[], $14::text[])
+                           $13::text[], $14::text[], $15::timestamptz[])
         WITH ORDINALITY AS b(webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
                              status_code, error, response_body, last_error, request_signature,
-                             request_body, response_headers, error_detail, ord)
+                             request_body, response_headers, error_detail, next_attempt_at, ord)
     ),
     inserted AS (
       INSERT INTO webhook_attempts (webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
                                     status_code, error, response_body, succeeded, request_signature,
-                                    request_body, response_headers, error_detail)
+                                    request_body, response_headers, error_detail, next_attempt_at)
       SELECT webhook_id, event_id, event_type, attempt, attempted_at, duration_ms,
              status_code, error, response_body, error IS NULL, request_signature,
-             request_body, response_headers, error_detail
+             request_body, response_headers, error_detail, next_attempt_at
         FROM batch ORDER BY ord
     ),
     last_ok AS (

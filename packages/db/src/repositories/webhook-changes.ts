@@ -8,15 +8,27 @@ const CHANNEL = 'delivery_targets_changed';
  * webhook itself went in the same transaction, whose own change names the agency), or anything
  * at all (a TRUNCATE).
  */
-export type DeliveryTargetsChange = { agencyId: string | null; webhookId: string } | 'all';
+export type DeliveryTargetsChange =
+  | {
+      agencyId: string | null;
+      webhookId: string;
+      /** A receiver's pause began or grew (migration 0021): how long it lasts from the commit. */
+      pausedForMs?: number;
+    }
+  | 'all';
 
-/** A payload of 0016's triggers; one this code cannot read is taken as 'all', which is always safe. */
+/** A payload of 0016's or 0021's triggers; one this code cannot read is taken as 'all', always safe. */
 export function parseDeliveryTargetsChange(payload: string | undefined): DeliveryTargetsChange {
   if (payload === undefined || payload === '*') return 'all';
   try {
-    const { agency, webhook } = JSON.parse(payload) as { agency?: unknown; webhook?: unknown };
+    const parsed = JSON.parse(payload) as { agency?: unknown; webhook?: unknown; paused_for_ms?: unknown };
+    const { agency, webhook, paused_for_ms: pausedForMs } = parsed;
     if (typeof webhook === 'string' && (agency === null || typeof agency === 'string'))
-      return { agencyId: agency, webhookId: webhook };
+      return {
+        agencyId: agency,
+        webhookId: webhook,
+        ...(typeof pausedForMs === 'number' && { pausedForMs }),
+      };
   } catch {
     // Not JSON: below.
   }

@@ -136,6 +136,8 @@ export interface DeliveryTarget {
   epoch: number;
   /** The secrets that sign now, newest first: two while a rotation overlaps (D7). */
   secrets: string[];
+  /** The owner's rate limit, deliveries a second; null: none. */
+  rate_limit: number | null;
 }
 
 /**
@@ -146,6 +148,8 @@ export interface DeliveryTarget {
  */
 export interface DeliveryTargetRead extends DeliveryTarget {
   secrets_expire_in_ms: (number | null)[];
+  /** How long the receiver's pause lasts from the read (webhook-pace.ts); null: not paused. */
+  paused_for_ms: number | null;
 }
 
 /** A webhook as an attempt needs it, with its secrets signing now. */
@@ -176,7 +180,9 @@ export async function activeDeliveryTargets(
 // The dispatcher's hot statements are constant texts, prepared once per connection (fast-paths/):
 // neither kysely nor Postgres builds them again on every call.
 const deliveryTargetsWhere = (where: string) => `/* prepared: delivery_targets */
-    SELECT w.id, w.agency_id, w.url, w.event_types, w.disabled_at, w.epoch,
+    SELECT w.id, w.agency_id, w.url, w.event_types, w.disabled_at, w.epoch, w.rate_limit,
+           (SELECT (extract(epoch FROM p.paused_until - now()) * 1000)::float8 FROM webhook_pace p
+             WHERE p.webhook_id = w.id AND p.paused_until > now()) AS paused_for_ms,
            coalesce(array_agg(s.secret ORDER BY s.created_at DESC, s.id) FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets,
            coalesce(array_agg((extract(epoch FROM s.expires_at - now()) * 1000)::float8 ORDER BY s.created_at DESC, s.id)
                       FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets_expire_in_ms

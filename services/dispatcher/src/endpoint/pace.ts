@@ -1,0 +1,169 @@
+export interface PaceOptions {
+  /**
+   * A back-pressure answer without a usable Retry-After pauses the webhook this long, twice as long
+   * with each such answer in a row, up to `maxBackoffMs`.
+   */
+  backoffMs: number;
+  maxBackoffMs: number;
+  /** The longest pause: a Retry-After asking for more is cut to this (the webhook's failure window). */
+  maxPauseMs: number;
+}
+
+/** After a complaint, the rate starts at this share of what the receiver took in the last second... */
+const DECREASE = 0.9;
+/** ...and rises towards this share of it (a second's time constant), a little under, to stay clear... */
+const PLATEAU = 0.98;
+/** ...for this long; then it probes above, by this share of it a second, in case the receiver grew. */
+const PLATEAU_MS = 20_000;
+const PROBE_PER_S = 0.01;
+/**
+ * What the receiver took in the second before a complaint tells its capacity only when we had been
+ * sending to it for about that second, with at least this many 2xx: a burst into a fresh limiter
+ * (its bucket full) or a refusal of the very first attempts says little. Then the rate starts from
+ * what it took and doubles every second, until a complaint that does tell.
+ */
+const MIN_EVIDENCE = 5;
+const EVIDENCE_MS = 900;
+/** The slowest pace: one delivery a second. */
+const MIN_RATE = 1;
+/** A receiver that has not asked us to slow down for this long is sent to without a rate again. */
+const FORGET_AFTER_MS = 60_000;
+/** 2xx answers are counted in slices of this, over the last second. */
+const SLICE_MS = 100;
+
+/**
+ * The receiver's own pace for one webhook, as this process learns it from its answers (D10):
+ * - **A pause.** A 429 or 503 answer asks us to wait: nothing is attempted before its Retry-After
+ *   (seconds or an HTTP date), or, without one, a short backoff that doubles while such answers
+ *   come in a row. The pause is shared with every dispatcher through Postgres (webhook-pace.ts);
+ *   here it is the part this process knows first.
+ * - **A rate.** The same answer sets a rate from what the receiver took in the last second (its
+ *   2xx answers, pauses included: a limiter's capacity per second), a tenth under it
+ *   (multiplicative decrease). The rate then rises within a few seconds to just under that
+ *   capacity and stays there, where a receiver behind a limiter refuses nothing; only after a
+ *   while does it probe above, slowly, since every refusal costs a whole pause (a gentle increase
+ *   that finds a receiver that grew). With too few 2xx to tell a capacity, it doubles every second
+ *   instead. Answers to attempts sent before the rate was lowered lower it no further: they say
+ *   nothing new. A receiver that has not complained for a minute is sent to without a rate again.
+ * A webhook without a rate is sent to as fast as its slots allow (slots.ts).
+ */
+export class Pace {
+  private readonly options: PaceOptions;
+  /** Nothing is attempted before then (ms, this process's clock). */
+  pausedUntil = 0;
+  /** Deliveries a second; undefined: no rate. */
+  private rateAtLowering: number | undefined;
+  /** What the receiver took in the second before the last complaint; undefined: too few to tell. */
+  private capacity: number | undefined;
+  /** When the rate was last lowered: answers to attempts sent before then lower it no further. */
+  private loweredAt = -Infinity;
+  /** When the next delivery may go at the rate: a virtual schedule, never behind now when used. */
+  private nextAt = 0;
+  /** Since when 2xx answers have come without a pause or a gap of over a second (Infinity: not now). */
+  private sendingSince = Infinity;
+  private lastDeliveredAt = -Infinity;
+  /** Back-pressure answers without a Retry-After in a row (the backoff's exponent). */
+  private unexplained = 0;
+  /** 2xx answers per slice of the last second, with the slice each count is for. */
+  private readonly accepted = new Array<{ slice: number; count: number } | undefined>(1000 / SLICE_MS);
+
+  constructor(options: PaceOptions) {
+    this.options = options;
+  }
+
+  /** Deliveries a second now; undefined: no rate (none set, or forgotten). */
+  rate(now: number): number | undefined {
+    if (this.rateAtLowering === undefined) return undefined;
+    if (now - this.loweredAt > FORGET_AFTER_MS) return undefined;
+    // Counted from when the pause ends: a rate grows with answers, and there are none before.
+    const sinceMs = Math.max(0, now - Math.max(this.loweredAt, this.pausedUntil));
+    if (this.capacity === undefined) return this.rateAtLowering * 2 ** (sinceMs / 1000);
+    const settling = PLATEAU - (PLATEAU - DECREASE) * Math.exp(-sinceMs / 1000);
+    const probing = (PROBE_PER_S * Math.max(0, sinceMs - PLATEAU_MS)) / 1000;
+    return Math.max(MIN_RATE, this.capacity * (settling + probing));
+  }
+
+  /** The earliest a delivery may go at the rate (now, with no rate or behind it). */
+  sendAt(now: number): number {
+    return this.rate(now) === undefined ? now : Math.max(now, this.nextAt);
+  }
+
+  /** Takes the next send time at the rate: answers it (now, with no rate). */
+  take(now: number): number {
+    const at = this.sendAt(now);
+    const rate = this.rate(at);
+    if (rate !== undefined) this.nextAt = at + 1000 / rate;
+    return at;
+  }
+
+  /** How many deliveries the rate lets start between now and `horizonMs` from now. */
+  allowedWithin(now: number, horizonMs: number): number {
+    const rate = this.rate(now);
+    if (rate === undefined) return Infinity;
+    const from = this.sendAt(now);
+    if (from > now + horizonMs) return 0;
+    return 1 + Math.floor(((now + horizonMs - from) * rate) / 1000);
+  }
+
+  /** Whether a rate applies now. */
+  paced(now: number): boolean {
+    return this.rate(now) !== undefined;
+  }
+
+  /**
+   * The receiver answered 429 or 503 to an attempt sent at `sentAt`: answers when the pause it asks
+   * for ends, and whether that lengthened the pause this process knew.
+   */
+  askedToWait(
+    now: number,
+    sentAt: number,
+    retryAfterMs: number | undefined,
+  ): { until: number; longer: boolean } {
+    if (retryAfterMs === undefined) this.unexplained++;
+    else this.unexplained = 0;
+    const waitMs =
+      retryAfterMs ??
+      Math.min(this.options.maxBackoffMs, this.options.backoffMs * 2 ** (this.unexplained - 1));
+    const until = now + Math.min(waitMs, this.options.maxPauseMs);
+    const longer = until > this.pausedUntil;
+    if (longer) this.pausedUntil = until;
+    if (sentAt >= this.loweredAt) this.lower(now);
+    this.nextAt = Math.max(this.nextAt, this.pausedUntil);
+    return { until: this.pausedUntil, longer };
+  }
+
+  /** A 2xx answer: counted for the capacity the next complaint will read. */
+  delivered(now: number): void {
+    this.unexplained = 0;
+    if (now - this.lastDeliveredAt > 1_000) this.sendingSince = Infinity;
+    if (this.sendingSince === Infinity && now >= this.pausedUntil) this.sendingSince = now;
+    this.lastDeliveredAt = now;
+    const slice = Math.floor(now / SLICE_MS);
+    const at = slice % this.accepted.length;
+    const kept = this.accepted[at];
+    if (kept?.slice === slice) kept.count++;
+    else this.accepted[at] = { slice, count: 1 };
+  }
+
+  /** Whether the pace may be forgotten (nothing of it left to keep). */
+  settled(now: number): boolean {
+    return this.rate(now) === undefined && this.pausedUntil < now;
+  }
+
+  private lower(now: number): void {
+    const took = this.acceptedLastSecond(now);
+    const tells = took >= MIN_EVIDENCE && now - this.sendingSince >= EVIDENCE_MS;
+    this.capacity = tells ? took : undefined;
+    this.rateAtLowering = Math.max(MIN_RATE, tells ? DECREASE * took : took);
+    this.loweredAt = now;
+    this.sendingSince = Infinity;
+  }
+
+  private acceptedLastSecond(now: number): number {
+    const current = Math.floor(now / SLICE_MS);
+    let count = 0;
+    for (const kept of this.accepted)
+      if (kept && current - kept.slice < this.accepted.length) count += kept.count;
+    return count;
+  }
+}
