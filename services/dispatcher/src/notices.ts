@@ -77,8 +77,9 @@ export function failingNotice(
       `Your webhook ${webhook.id} (${webhook.url}) has not answered any delivery with a 2xx status`,
       `since ${iso(webhook.failing_since)}. Last error: ${lastError}.`,
       '',
-      'We keep retrying each delivery. If the endpoint still fails',
-      `${formatDuration(ctx.failureWindowMs)} after it started failing, we switch the webhook off and tell you again.`,
+      'We keep retrying each delivery. If the endpoint has still answered no delivery with a 2xx',
+      `by ${iso(switchOffAt(webhook, ctx))} (${formatDuration(ctx.failureWindowMs)} after it started failing), we switch the webhook off`,
+      'and tell you again. One 2xx answer before then is enough to keep it on.',
       `You can see each attempt, and why it failed, in API settings (${ctx.settingsUrl}).`,
       '',
       // The usual signature separator, then who writes (docs/wording.md).
@@ -86,6 +87,12 @@ export function failingNotice(
       PRODUCT_NAME,
     ].join('\n'),
   };
+}
+
+/** When a failing webhook is switched off unless a 2xx comes first: its streak's start plus the window. */
+function switchOffAt(webhook: WebhookRow, ctx: NoticeContext): Date | null {
+  if (!webhook.failing_since) return null;
+  return new Date(new Date(webhook.failing_since).getTime() + ctx.failureWindowMs);
 }
 
 /** A time as people read it everywhere (docs/wording.md). */

@@ -166,3 +166,48 @@ test('SIGTERM lets the deliveries in flight finish and records them', async () =
     await slow.close();
   }
 }, 60_000);
+
+test('kill -9 while a webhook is paused: nothing lost, and the pause kept for its time, no longer', async () => {
+  const { agencyId } = await agencyWithOwners(t.db, 'Paused Tours');
+  const limited = await startReceiver(ca);
+  try {
+    // The first attempt is refused: wait 3 s. Everything after is taken.
+    limited.answer = () =>
+      limited.requests.length === 1 ? { status: 429, headers: { 'retry-after': '3' } } : {};
+    const { id: webhookId } = await webhookFor(t.db, agencyId, limited.url, ['trip.created']);
+    const first = startDispatcher();
+    await waitFor(() => first.output().includes('dispatcher started'), { what: 'the first dispatcher' });
+    const events = await publishAll(agencyId, 20);
+    const paused = await waitFor(
+      () =>
+        t.db
+          .selectFrom('webhook_pace')
+          .select('paused_until')
+          .where('webhook_id', '=', webhookId)
+          .where('paused_until', 'is not', null)
+          .executeTakeFirst(),
+      { what: 'the pause stored' },
+    );
+    first.child.kill('SIGKILL');
+    expect(await first.exited).toBeNull();
+    const refusedAt = limited.requests[0]!.at;
+
+    const second = startDispatcher();
+    await waitFor(() => second.output().includes('dispatcher started'), { what: 'the second dispatcher' });
+    const ids = () => new Set(limited.requests.slice(1).map((r) => String(r.headers['service-event-id'])));
+    await waitFor(() => events.every((e) => ids().has(e.id)), {
+      timeoutMs: 30_000,
+      what: 'every event delivered after the pause',
+    });
+    const after = limited.requests.slice(1).map((r) => r.at - refusedAt);
+    // Not one attempt before the pause the receiver asked for ended...
+    expect(Math.min(...after)).toBeGreaterThanOrEqual(2_990);
+    // ...and the new dispatcher did not wait much longer than that (a lane scan, a claim).
+    expect(Math.min(...after)).toBeLessThan(3_000 + 2_000);
+    expect(paused.paused_until!.getTime() - refusedAt).toBeGreaterThanOrEqual(2_900);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  } finally {
+    await limited.close();
+  }
+}, 90_000);

@@ -175,6 +175,8 @@ test('no 2xx for the window: warned at a third, switched off once, one e-mail pe
   expect(text).not.toContain('http_status');
   const warning = mailsTo(a.owners[0]!, 'Webhook failing')[0]!.raw.replace(/=\r?\n/g, '');
   expect(warning).toContain(lastError);
+  // When it will be switched off, unless a 2xx comes first.
+  expect(warning).toContain(`by ${formatTime(new Date(deadSince + WINDOW))}`);
   expect(warning).not.toContain('http_status');
   expect(text).toContain(`tripctl webhook enable --id ${dead.id}`);
   expect(text).toContain('https://trips.example/settings');
