@@ -198,7 +198,7 @@ const BACK_PRESSURE = new Set([429, 503]);
  * How long a Retry-After asks to wait (RFC 9110 10.2.3): whole seconds, or an HTTP date (a date
  * already past: 0). Undefined for anything else, which counts as no Retry-After at all.
  */
-export function retryAfterMs(value: string | undefined, now: number): number | undefined {
+function retryAfterMs(value: string | undefined, now: number): number | undefined {
   const text = value?.trim();
   if (!text) return undefined;
   if (/^\d+$/.test(text)) return Number(text) * 1000;

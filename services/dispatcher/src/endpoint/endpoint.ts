@@ -37,7 +37,7 @@ export type GuardedResult =
   | { deferred: DeferReason; until?: number };
 
 /** A lane attempt waits for its send time in memory when it is this close, at most. */
-export const LANE_HORIZON_MS = 500;
+const LANE_HORIZON_MS = 500;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
