@@ -2,10 +2,13 @@
 // receiver and the bare sender, each in its own Node process so none shares the event loop of
 // another. Output goes to a file, never a pipe the busy parent might drain late and so block the
 // child's log writes.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { queueNames, type Topology } from '@trips/broker';
+import { deleteAmqpObjects } from '@trips/testkit';
 
 // Last resort when the bench dies without stopping its children: an orphan would keep its
 // connections, queues and the test database busy.
@@ -156,4 +159,28 @@ export function cpuBetween(a: CpuSample, b: CpuSample): Record<string, number> {
       return [name, seconds];
     }),
   );
+}
+
+// ---- A variant's broker objects ----
+
+/**
+ * Deletes a variant's queues and exchanges: those the dispatcher's topology names, and (where
+ * rabbitmqctl is at hand) any other carrying the prefix, so a queue added to the topology later
+ * is not left behind.
+ */
+export async function deleteAmqp(prefix: string, names: Topology): Promise<void> {
+  const listed = async (what: 'list_queues' | 'list_exchanges') => {
+    try {
+      const { stdout } = await promisify(execFile)('rabbitmqctl', ['-q', what, 'name'], { timeout: 60_000 });
+      return stdout.split('\n').filter((name) => name.startsWith(prefix));
+    } catch {
+      return [];
+    }
+  };
+  await deleteAmqpObjects({
+    queues: [...new Set([...queueNames(names), ...(await listed('list_queues'))])],
+    exchanges: [
+      ...new Set([names.eventsExchange, names.expressExchange, ...(await listed('list_exchanges'))]),
+    ],
+  });
 }

@@ -37,24 +37,23 @@
 // engineers' runs share this 2-core machine, so figures are noisy: read the load average printed.
 // A full run takes about 16 minutes (the dead variant's 300 s quiet period and 100,000 trips' drain
 // are most of it); BENCH_FAIRNESS_VARIANTS, BENCH_DEAD_SECONDS and BENCH_FLOOD shorten it.
-import { execFile } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { queueNames, topology, type Topology } from '@trips/broker';
+import { topology } from '@trips/broker';
 import { createDb, createPool } from '@trips/db';
 import { createAgency } from '@trips/db/agencies';
 import { createWebhook } from '@trips/db/webhooks';
 import { readConfig } from '@trips/dispatcher';
+import { amqpUrl, createTestCa, createTestDatabase, randomAmqpPrefix, type TestCa } from '@trips/testkit';
 import {
-  amqpUrl,
-  createTestCa,
-  createTestDatabase,
-  deleteAmqpObjects,
-  randomAmqpPrefix,
-  type TestCa,
-} from '@trips/testkit';
-import { cpuBetween, pidsMatching, sampleCpu, startChild, waitReady, warnings } from './dispatcher-procs.ts';
+  cpuBetween,
+  deleteAmqp,
+  pidsMatching,
+  sampleCpu,
+  startChild,
+  waitReady,
+  warnings,
+} from './dispatcher-procs.ts';
 import { fmt, freePort, onCleanup, percentile, runBench, table } from './lib.ts';
 
 const VARIANTS = ['fast', 'slow', 'dead', 'hanging+trickling', 'flood-100k'] as const;
@@ -93,7 +92,6 @@ const now = () => performance.timeOrigin + performance.now();
 const verdict = (ok: boolean) => (ok ? 'MET' : 'MISS');
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const count = (n: number) => n.toLocaleString('en-US');
-const run = promisify(execFile);
 
 interface Variant {
   name: VariantName;
@@ -176,28 +174,6 @@ const showOutcomes = (o: Outcomes | undefined) =>
         .join(', ') || 'none'
     : 'metrics unavailable';
 const republished = (o: Outcomes) => REPUBLISHING.reduce((n, k) => n + (o[k] ?? 0), 0);
-
-/**
- * Deletes a variant's queues and exchanges: those the dispatcher's topology names, and (where
- * rabbitmqctl is at hand) any other carrying the prefix, so a queue added to the topology later
- * is not left behind.
- */
-async function deleteAmqp(prefix: string, names: Topology): Promise<void> {
-  const listed = async (what: 'list_queues' | 'list_exchanges') => {
-    try {
-      const { stdout } = await run('rabbitmqctl', ['-q', what, 'name'], { timeout: 60_000 });
-      return stdout.split('\n').filter((name) => name.startsWith(prefix));
-    } catch {
-      return [];
-    }
-  };
-  await deleteAmqpObjects({
-    queues: [...new Set([...queueNames(names), ...(await listed('list_queues'))])],
-    exchanges: [
-      ...new Set([names.eventsExchange, names.expressExchange, ...(await listed('list_exchanges'))]),
-    ],
-  });
-}
 
 interface Result {
   variant: Variant;

@@ -9,21 +9,30 @@ export interface PaceOptions {
   maxPauseMs: number;
 }
 
-/** After a complaint, the rate starts at this share of what the receiver took in the last second... */
-const DECREASE = 0.9;
-/** ...and rises towards this share of it (a second's time constant), a little under, to stay clear... */
-const PLATEAU = 0.98;
-/** ...for this long; then it probes above, by this share of it a second, in case the receiver grew. */
-const PLATEAU_MS = 20_000;
-const PROBE_PER_S = 0.01;
 /**
- * What the receiver took in the second before a complaint tells its capacity only when we had been
- * sending to it for about that second, with at least this many 2xx: a burst into a fresh limiter
- * (its bucket full) or a refusal of the very first attempts says little. Then the rate starts from
- * what it took and doubles every second, until a complaint that does tell.
+ * After a complaint the rate starts at this share of the receiver's capacity as last read... (the
+ * capacity: what it took in the last second, and never more than the rate it just complained of)
  */
+const DECREASE = 0.9;
+/**
+ * ...and rises towards this share of it (a second's time constant), a little under, to stay clear:
+ * a capacity read too high (a fixed-window limiter lets up to twice its rate through in a second
+ * that straddles two windows) is then lowered by this much with each complaint until none comes.
+ */
+const PLATEAU = 0.97;
+/**
+ * What the receiver took in the second before a complaint is its capacity when we had been sending
+ * to it for about that second (a limiter's rate per second). A complaint sooner after we started
+ * or resumed says less: a burst into a fresh limiter takes what it holds, which may be less than
+ * its rate. So the rate stays under a capacity it trusts for a long while, then probes above it by
+ * a hundredth of it a second, in case the receiver grew; under one it does not trust, for a moment,
+ * then it doubles every second until the next complaint, which tells.
+ */
+const TRUSTED_AFTER_MS = 900;
+const PLATEAU_MS = { trusted: 20_000, untrusted: 2_000 };
+const PROBE_PER_S = 0.01;
+/** Fewer 2xx than this in the second before a complaint tell no capacity: the rate doubles from it. */
 const MIN_EVIDENCE = 5;
-const EVIDENCE_MS = 900;
 /** The slowest pace: one delivery a second. */
 const MIN_RATE = 1;
 /** A receiver that has not asked us to slow down for this long is sent to without a rate again. */
@@ -42,19 +51,22 @@ const SLICE_MS = 100;
  *   (multiplicative decrease). The rate then rises within a few seconds to just under that
  *   capacity and stays there, where a receiver behind a limiter refuses nothing; only after a
  *   while does it probe above, slowly, since every refusal costs a whole pause (a gentle increase
- *   that finds a receiver that grew). With too few 2xx to tell a capacity, it doubles every second
- *   instead. Answers to attempts sent before the rate was lowered lower it no further: they say
- *   nothing new. A receiver that has not complained for a minute is sent to without a rate again.
+ *   that finds a receiver that grew). A capacity read too soon after we began sending is trusted
+ *   for a moment only, and one too small to tell not at all: the rate then doubles every second.
+ *   Answers to attempts sent before the rate was lowered lower it no further: they say nothing new.
+ *   A receiver that has not complained for a minute is sent to without a rate again.
  * A webhook without a rate is sent to as fast as its slots allow (slots.ts).
  */
 export class Pace {
   private readonly options: PaceOptions;
   /** Nothing is attempted before then (ms, this process's clock). */
   pausedUntil = 0;
-  /** Deliveries a second; undefined: no rate. */
+  /** What the receiver took when the rate was last lowered; undefined: no rate. */
   private rateAtLowering: number | undefined;
   /** What the receiver took in the second before the last complaint; undefined: too few to tell. */
   private capacity: number | undefined;
+  /** Whether that complaint came after a second of sending, so the capacity is trusted. */
+  private trusted = false;
   /** When the rate was last lowered: answers to attempts sent before then lower it no further. */
   private loweredAt = -Infinity;
   /** When the next delivery may go at the rate: a virtual schedule, never behind now when used. */
@@ -78,9 +90,12 @@ export class Pace {
     // Counted from when the pause ends: a rate grows with answers, and there are none before.
     const sinceMs = Math.max(0, now - Math.max(this.loweredAt, this.pausedUntil));
     if (this.capacity === undefined) return this.rateAtLowering * 2 ** (sinceMs / 1000);
-    const settling = PLATEAU - (PLATEAU - DECREASE) * Math.exp(-sinceMs / 1000);
-    const probing = (PROBE_PER_S * Math.max(0, sinceMs - PLATEAU_MS)) / 1000;
-    return Math.max(MIN_RATE, this.capacity * (settling + probing));
+    const settled = this.capacity * (PLATEAU - (PLATEAU - DECREASE) * Math.exp(-sinceMs / 1000));
+    const probingS = (sinceMs - (this.trusted ? PLATEAU_MS.trusted : PLATEAU_MS.untrusted)) / 1000;
+    if (probingS <= 0) return Math.max(MIN_RATE, settled);
+    return this.trusted
+      ? settled + this.capacity * PROBE_PER_S * probingS
+      : Math.max(MIN_RATE, settled) * 2 ** probingS;
   }
 
   /** The earliest a delivery may go at the rate (now, with no rate or behind it). */
@@ -119,6 +134,7 @@ export class Pace {
     sentAt: number,
     retryAfterMs: number | undefined,
   ): { until: number; longer: boolean } {
+    const rate = this.rate(now); // the rate complained of, before the pause changes it
     if (retryAfterMs === undefined) this.unexplained++;
     else this.unexplained = 0;
     const waitMs =
@@ -127,7 +143,7 @@ export class Pace {
     const until = now + Math.min(waitMs, this.options.maxPauseMs);
     const longer = until > this.pausedUntil;
     if (longer) this.pausedUntil = until;
-    if (sentAt >= this.loweredAt) this.lower(now);
+    if (sentAt >= this.loweredAt) this.lower(now, rate);
     this.nextAt = Math.max(this.nextAt, this.pausedUntil);
     return { until: this.pausedUntil, longer };
   }
@@ -150,11 +166,11 @@ export class Pace {
     return this.rate(now) === undefined && this.pausedUntil < now;
   }
 
-  private lower(now: number): void {
-    const took = this.acceptedLastSecond(now);
-    const tells = took >= MIN_EVIDENCE && now - this.sendingSince >= EVIDENCE_MS;
-    this.capacity = tells ? took : undefined;
-    this.rateAtLowering = Math.max(MIN_RATE, tells ? DECREASE * took : took);
+  private lower(now: number, rate: number | undefined): void {
+    const took = Math.min(this.acceptedLastSecond(now), rate ?? Infinity);
+    this.capacity = took >= MIN_EVIDENCE ? took : undefined;
+    this.trusted = now - this.sendingSince >= TRUSTED_AFTER_MS;
+    this.rateAtLowering = Math.max(MIN_RATE, took);
     this.loweredAt = now;
     this.sendingSince = Infinity;
   }
