@@ -31,12 +31,20 @@ const PLATEAU = 0.97;
 const TRUSTED_AFTER_MS = 900;
 const PLATEAU_MS = { trusted: 20_000, untrusted: 2_000 };
 const PROBE_PER_S = 0.01;
+/**
+ * A probe that found the same capacity again (within a tenth) doubles the next plateau, up to
+ * this: a receiver that stays put is probed ever more rarely, since each probe costs a pause.
+ */
+const LONGEST_PLATEAU_MS = 300_000;
+/**
+ * A rate grown to this many times a trusted capacity without a complaint is dropped: the receiver
+ * keeps up. Doubling from an untrusted one, it is dropped after a few more doublings.
+ */
+const FORGET_AT = { trusted: 2, untrusted: 64 };
 /** Fewer 2xx than this in the second before a complaint tell no capacity: the rate doubles from it. */
 const MIN_EVIDENCE = 5;
 /** The slowest pace: one delivery a second. */
 const MIN_RATE = 1;
-/** A receiver that has not asked us to slow down for this long is sent to without a rate again. */
-const FORGET_AFTER_MS = 60_000;
 /** 2xx answers are counted in slices of this, over the last second. */
 const SLICE_MS = 100;
 
@@ -54,7 +62,7 @@ const SLICE_MS = 100;
  *   that finds a receiver that grew). A capacity read too soon after we began sending is trusted
  *   for a moment only, and one too small to tell not at all: the rate then doubles every second.
  *   Answers to attempts sent before the rate was lowered lower it no further: they say nothing new.
- *   A receiver that has not complained for a minute is sent to without a rate again.
+ *   A rate grown well past its capacity without a complaint is dropped: the receiver keeps up.
  * A webhook without a rate is sent to as fast as its slots allow (slots.ts).
  */
 export class Pace {
@@ -67,6 +75,8 @@ export class Pace {
   private capacity: number | undefined;
   /** Whether that complaint came after a second of sending, so the capacity is trusted. */
   private trusted = false;
+  /** How long the rate stays under a trusted capacity before it probes above. */
+  private plateauMs = PLATEAU_MS.trusted;
   /** When the rate was last lowered: answers to attempts sent before then lower it no further. */
   private loweredAt = -Infinity;
   /** When the next delivery may go at the rate: a virtual schedule, never behind now when used. */
@@ -86,12 +96,17 @@ export class Pace {
   /** Deliveries a second now; undefined: no rate (none set, or forgotten). */
   rate(now: number): number | undefined {
     if (this.rateAtLowering === undefined) return undefined;
-    if (now - this.loweredAt > FORGET_AFTER_MS) return undefined;
+    const rate = this.rateAt(now);
+    const forgetAt = this.trusted && this.capacity !== undefined ? FORGET_AT.trusted : FORGET_AT.untrusted;
+    return rate > forgetAt * (this.capacity ?? this.rateAtLowering) ? undefined : rate;
+  }
+
+  private rateAt(now: number): number {
     // Counted from when the pause ends: a rate grows with answers, and there are none before.
     const sinceMs = Math.max(0, now - Math.max(this.loweredAt, this.pausedUntil));
-    if (this.capacity === undefined) return this.rateAtLowering * 2 ** (sinceMs / 1000);
+    if (this.capacity === undefined) return this.rateAtLowering! * 2 ** (sinceMs / 1000);
     const settled = this.capacity * (PLATEAU - (PLATEAU - DECREASE) * Math.exp(-sinceMs / 1000));
-    const probingS = (sinceMs - (this.trusted ? PLATEAU_MS.trusted : PLATEAU_MS.untrusted)) / 1000;
+    const probingS = (sinceMs - (this.trusted ? this.plateauMs : PLATEAU_MS.untrusted)) / 1000;
     if (probingS <= 0) return Math.max(MIN_RATE, settled);
     return this.trusted
       ? settled + this.capacity * PROBE_PER_S * probingS
@@ -168,8 +183,16 @@ export class Pace {
 
   private lower(now: number, rate: number | undefined): void {
     const took = Math.min(this.acceptedLastSecond(now), rate ?? Infinity);
+    const previous = this.trusted ? this.capacity : undefined;
+    const probed = now - Math.max(this.loweredAt, this.pausedUntil) > this.plateauMs;
     this.capacity = took >= MIN_EVIDENCE ? took : undefined;
     this.trusted = now - this.sendingSince >= TRUSTED_AFTER_MS;
+    const same =
+      previous !== undefined &&
+      this.capacity !== undefined &&
+      Math.abs(this.capacity - previous) <= previous / 10;
+    this.plateauMs =
+      this.trusted && probed && same ? Math.min(2 * this.plateauMs, LONGEST_PLATEAU_MS) : PLATEAU_MS.trusted;
     this.rateAtLowering = Math.max(MIN_RATE, took);
     this.loweredAt = now;
     this.sendingSince = Infinity;
