@@ -28,3 +28,4 @@ export {
   type SsrfGuard,
 } from './ssrf.ts';
 export { nextRetry, type Retry, type RetryPolicy } from './retry-schedule.ts';
+export { ASKS_TO_WAIT, parseRetryAfter, type RetryAfter } from './retry-after.ts';
