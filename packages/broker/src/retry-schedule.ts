@@ -1,5 +1,5 @@
-// The retry schedule (spec 6.3, D9), stated once: the dispatcher retries by it, and the settings
-// module reads it to tell owners when a failing delivery's next attempt is due.
+// The retry schedule (spec 6.3, D9), stated once: the dispatcher retries by it and stores each
+// attempt's due time, which the settings page and tripctl read (they never work it out again).
 
 /** WEBHOOK_RETRY_DELAYS and WEBHOOK_FAILURE_WINDOW, in milliseconds. */
 export interface RetryPolicy {

@@ -1,8 +1,11 @@
+import { ASKS_TO_WAIT, parseRetryAfter } from '@trips/broker';
+import { formatTime } from '@trips/contracts';
 import type { WebhookAttemptRow } from '@trips/db';
 
 // Why an attempt failed, in words a receiver's developer can act on (issue 26). The settings page
 // and tripctl both say it this way. The dispatcher records a failure class (`error`) and, for a
-// failure without an answer, Node's error code (`error_detail`); the words are told from those.
+// failure without an answer, Node's error code (`error_detail`); the words are told from those, and
+// for an answer that asks us to wait (D10), from the Retry-After among its kept headers.
 
 /** TLS error codes of Node and OpenSSL, and what each means for the endpoint's certificate. */
 const TLS_REASONS: [RegExp, string][] = [
@@ -29,17 +32,29 @@ const STATUS_WORDS: Record<number, string> = {
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
-  429: 'Too Many Requests',
   500: 'Internal Server Error',
   502: 'Bad Gateway',
-  503: 'Service Unavailable',
   504: 'Gateway Timeout',
 };
 
 type Described = Pick<
   WebhookAttemptRow,
-  'succeeded' | 'status_code' | 'error' | 'error_detail' | 'duration_ms'
+  'succeeded' | 'status_code' | 'error' | 'error_detail' | 'duration_ms' | 'response_headers'
 >;
+
+/**
+ * What a 429 or 503 answer's Retry-After asked, from its headers as kept (`name: value` lines):
+ * seconds as given, an HTTP date as a time (docs/wording.md). Nothing when the headers were not
+ * kept (attempts made before they were).
+ */
+function retryAfterWords(headers: string | null): string {
+  if (headers === null) return '';
+  const value = /^retry-after:[ \t]*(.*?)\r?$/im.exec(headers)?.[1];
+  if (value === undefined) return ', no Retry-After';
+  const asked = parseRetryAfter(value);
+  if (!asked) return `, a Retry-After that is neither seconds nor an HTTP date ('${value.slice(0, 60)}')`;
+  return 'seconds' in asked ? `, Retry-After ${asked.seconds} s` : `, Retry-After ${formatTime(asked.at)}`;
+}
 
 /** What happened to an attempt, in one line: "delivered (200)" or why it failed. */
 export function describeAttempt(a: Described): string {
@@ -49,6 +64,9 @@ export function describeAttempt(a: Described): string {
   const code = detail ? ` (${detail})` : '';
   switch (a.error) {
     case 'http_status': {
+      if (status !== null && ASKS_TO_WAIT.has(status)) {
+        return `asked to wait: ${status}${retryAfterWords(a.response_headers)}`;
+      }
       const words = status !== null && STATUS_WORDS[status] ? ` ${STATUS_WORDS[status]}` : '';
       return `answered ${status}${words}: only a 2xx answer counts as delivered`;
     }

@@ -1,5 +1,4 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { RetryPolicy } from '@trips/broker';
 import type { Database } from '@trips/db';
 
 export interface SettingsOptions {
@@ -26,11 +25,6 @@ export interface SettingsOptions {
    * alarm blocks publishers without a word.
    */
   brokerTimeoutMs?: number;
-  /**
-   * WEBHOOK_RETRY_DELAYS and WEBHOOK_FAILURE_WINDOW, as the dispatcher reads them, to tell when a
-   * failing delivery's next attempt is due (default: D9's).
-   */
-  retryPolicy?: RetryPolicy;
 }
 
 export type Trx = Transaction<Database>;

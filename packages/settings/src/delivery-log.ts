@@ -1,4 +1,3 @@
-import { nextRetry, type RetryPolicy } from '@trips/broker';
 import { eventRecord, isTestEventId, type EventSource } from '@trips/contracts';
 import type { WebhookAttemptRow } from '@trips/db';
 import { findRecordedEvent } from '@trips/db/events';
@@ -14,24 +13,22 @@ import { authorize, type Actor } from './access.ts';
 import { describeAttempt } from './attempt-words.ts';
 import type { SettingsContext } from './context.ts';
 import { invalid, notFound } from './errors.ts';
-import { findWebhook, webhookView, type WebhookView } from './webhooks.ts';
+import { findWebhook, viewOf, type WebhookView } from './webhooks.ts';
 
 // The delivery log (issue 26): what each attempt did and why, when a failing delivery is tried
-// next, one attempt in full, and each webhook's health over a day and a week. Reads only; nothing
-// here is audited.
+// next (as the dispatcher stored it), one attempt in full, and each webhook's health over a day and
+// a week. Reads only; nothing here is audited.
 
-/** D9's defaults, for a reader started without the dispatcher's settings. */
-const DEFAULT_RETRY_POLICY: RetryPolicy = {
-  retryDelaysMs: [60_000, 300_000, 1_800_000, 7_200_000, 21_600_000, 86_400_000],
-  failureWindowMs: 3 * 86_400_000,
-};
 const DEFAULT_RETENTION_MS = 30 * 86_400_000;
 /** D7's User-Agent of every delivery. */
 const WEBHOOK_USER_AGENT = 'TripService-Webhooks/1';
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 
-/** What comes after a failed attempt that has not been followed by another yet. */
+/**
+ * What comes after a failed attempt that has not been followed by another yet: the next one and
+ * when it is due, or why there is none ("no more attempts: …").
+ */
 export type NextAttempt = { number: number; due_at: Date } | { none: string };
 
 export type LogEntry = ListedAttempt & {
@@ -81,18 +78,20 @@ function buckets(
   });
 }
 
-export function deliveryLogActions({ db, options }: SettingsContext) {
-  const policy = options.retryPolicy ?? DEFAULT_RETRY_POLICY;
-  const retentionMs = options.eventRetentionMs ?? DEFAULT_RETENTION_MS;
+/**
+ * The next attempt after a failed one, when the dispatcher scheduled it (`next_attempt_at`, stored
+ * with the attempt): read, never worked out again here, so it is right however the dispatcher's
+ * retry schedule is set. Switching a webhook off drops its pending attempts, whatever was due.
+ */
+function nextAfter(a: ListedAttempt, webhook: WebhookView): NextAttempt | null {
+  if (a.succeeded || a.followed) return null;
+  if (webhook.disabled_at) return { none: 'the webhook is switched off' };
+  if (a.next_attempt_at) return { number: a.attempt + 1, due_at: a.next_attempt_at };
+  return { none: 'the retry window has passed' };
+}
 
-  const nextAfter = (a: ListedAttempt, webhook: WebhookView): NextAttempt | null => {
-    if (a.succeeded || a.followed) return null;
-    if (webhook.disabled_at) return { none: 'the webhook is switched off' };
-    const failedAt = a.attempted_at.getTime();
-    const retry = nextRetry(policy, a.attempt, a.first_failed_at?.getTime() ?? failedAt, failedAt);
-    if (!retry) return { none: 'the retry window has passed; no more attempts' };
-    return { number: a.attempt + 1, due_at: new Date(failedAt + retry.delayMs) };
-  };
+export function deliveryLogActions({ db, options }: SettingsContext) {
+  const retentionMs = options.eventRetentionMs ?? DEFAULT_RETENTION_MS;
 
   /** The body an attempt sent: kept for a test event, rebuilt from its record for the others. */
   const bodySent = async (a: WebhookAttemptRow, agencyId: string): Promise<string | null> => {
@@ -122,8 +121,8 @@ export function deliveryLogActions({ db, options }: SettingsContext) {
         throw invalid('before is the number of an attempt.');
       }
       const { webhook: row } = await findWebhook(db, actor, id);
-      const webhook = webhookView(row);
-      const [rows, [lastFailure]] = await Promise.all([
+      const [webhook, rows, [lastFailure]] = await Promise.all([
+        viewOf(db, row),
         listWebhookAttempts(db, id, { ...input, limit: limit + 1 }),
         listWebhookAttempts(db, id, { failedOnly: true, limit: 1 }),
       ]);
@@ -144,7 +143,7 @@ export function deliveryLogActions({ db, options }: SettingsContext) {
         : undefined;
       if (!a) throw notFound(`no attempt ${attemptId} of webhook ${webhookId}.`);
       return {
-        webhook: webhookView(webhook),
+        webhook: await viewOf(db, webhook),
         attempt: { ...a, reason: describeAttempt(a) },
         request: {
           url: webhook.url,

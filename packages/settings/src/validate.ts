@@ -92,3 +92,25 @@ export function checkDescription(value: string | null | undefined): string | nul
   }
   return description;
 }
+
+/** The owner's rate limit of a webhook, deliveries a second (D10; the webhooks table checks it too). */
+export const MIN_RATE_LIMIT = 1;
+export const MAX_RATE_LIMIT = 1000;
+const RATE_LIMIT_RULE = `a rate limit is a whole number of deliveries a second from ${MIN_RATE_LIMIT} to ${MAX_RATE_LIMIT}, or off for none.`;
+
+/** A rate limit as the module takes it: a whole number in range, or null for none. */
+export function checkRateLimit(value: number | null): number | null {
+  if (value === null) return null;
+  if (!Number.isInteger(value) || value < MIN_RATE_LIMIT || value > MAX_RATE_LIMIT) {
+    throw invalid(RATE_LIMIT_RULE);
+  }
+  return value;
+}
+
+/** A rate limit as typed (the page's field, tripctl's --rate-limit): digits, or `off` or nothing for none. */
+export function parseRateLimit(value: string): number | null {
+  const text = value.trim();
+  if (text === '' || text.toLowerCase() === 'off') return null;
+  if (!/^\d{1,7}$/.test(text)) throw invalid(RATE_LIMIT_RULE);
+  return checkRateLimit(Number(text));
+}

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, WebhookRow } from '@trips/db';
+import { findWebhookPauses, type WebhookPause } from '@trips/db/webhook-pace';
 import { listWebhookSecretTimes, rotateWebhookSecretIn } from '@trips/db/webhook-secrets';
 import {
   findWebhook as findWebhookRow,
@@ -14,20 +15,35 @@ import { authorize, requireAgency, type Actor } from './access.ts';
 import { audit } from './audit.ts';
 import type { SettingsContext, Trx } from './context.ts';
 import { invalid, notFound } from './errors.ts';
-import { checkDescription, checkEventTypes, checkWebhookUrl } from './validate.ts';
+import { describePause } from './pace-words.ts';
+import { checkDescription, checkEventTypes, checkRateLimit, checkWebhookUrl } from './validate.ts';
 
 export const DEFAULT_OVERLAP_MS = 24 * 3600_000;
 export const MAX_OVERLAP_MS = 7 * 24 * 3600_000;
 
-/** What an owner sees of a webhook; its secrets only as when made and until when they sign. */
-export function webhookView(w: WebhookRow) {
+/**
+ * What an owner sees of a webhook; its secrets only as when made and until when they sign. `pause`:
+ * the receiver's pause if it is paused now (D10), which pausesOf reads.
+ */
+export function webhookView(w: WebhookRow, pause: WebhookPause | undefined) {
   return {
     id: w.id,
     agency_id: w.agency_id,
     url: w.url,
     events: w.event_types,
     description: w.description,
+    /** The owner's limit, deliveries a second; null: none. */
+    rate_limit: w.rate_limit,
     state: webhookState(w),
+    /** Until when nothing is attempted, as the receiver asked; null: not paused. */
+    paused: pause
+      ? {
+          until: pause.paused_until,
+          status: pause.status,
+          retry_after_ms: pause.retry_after_ms,
+          reason: describePause(pause),
+        }
+      : null,
     failing_since: w.failing_since,
     disabled_at: w.disabled_at,
     last_success_at: w.last_success_at,
@@ -38,6 +54,16 @@ export function webhookView(w: WebhookRow) {
   };
 }
 export type WebhookView = ReturnType<typeof webhookView>;
+
+/** The webhooks' pauses, of those paused now, by webhook id. */
+async function pausesOf(on: Kysely<Database>, ids: readonly string[]) {
+  return new Map((await findWebhookPauses(on, ids)).map((p) => [p.webhook_id, p]));
+}
+
+/** The view of one webhook as it is now, its pause read. */
+export async function viewOf(on: Kysely<Database>, w: WebhookRow): Promise<WebhookView> {
+  return webhookView(w, (await pausesOf(on, [w.id])).get(w.id));
+}
 
 /** The webhook, locked for the transaction, after the actor is checked against its agency. */
 const lockWebhook = (trx: Trx, actor: Actor, id: string) => webhookFor(trx, actor, id, true);
@@ -53,6 +79,38 @@ async function webhookFor(on: Kysely<Database>, actor: Actor, id: string, forUpd
   return { webhook, who };
 }
 
+interface NewWebhookInput {
+  agencyId: string;
+  url: string;
+  eventTypes: string[];
+  description?: string | null;
+  /** At most this many deliveries a second (1–1000); null or absent: no limit. */
+  rateLimit?: number | null;
+}
+
+/** What an update may change; absent: unchanged. */
+interface WebhookChanges {
+  url?: string;
+  eventTypes?: string[];
+  description?: string | null;
+  /** null removes the limit. */
+  rateLimit?: number | null;
+}
+
+/** The audit's details of an update: what changed, from what to what (the description only that it did). */
+function changeDetails(before: WebhookRow, after: WebhookRow): Record<string, unknown> {
+  const details: Record<string, unknown> = {};
+  if (after.url !== before.url) details.url = { from: before.url, to: after.url };
+  if (after.event_types.join() !== before.event_types.join()) {
+    details.event_types = { from: before.event_types, to: after.event_types };
+  }
+  if (after.description !== before.description) details.description_changed = true;
+  if (after.rate_limit !== before.rate_limit) {
+    details.rate_limit = { from: before.rate_limit, to: after.rate_limit };
+  }
+  return details;
+}
+
 /** Webhooks (D7): created, listed, changed, switched off and on, their secrets rotated. */
 export function webhookActions({ db, options, inTransaction }: SettingsContext) {
   const urlRules = {
@@ -61,13 +119,11 @@ export function webhookActions({ db, options, inTransaction }: SettingsContext) 
   };
   return {
     /** Creates a webhook; its first `secret` is in the answer only. */
-    async createWebhook(
-      actor: Actor,
-      input: { agencyId: string; url: string; eventTypes: string[]; description?: string | null },
-    ) {
+    async createWebhook(actor: Actor, input: NewWebhookInput) {
       const url = checkWebhookUrl(input.url, urlRules);
       const eventTypes = checkEventTypes(input.eventTypes);
       const description = checkDescription(input.description);
+      const rateLimit = checkRateLimit(input.rateLimit ?? null);
       return inTransaction(async (trx) => {
         await requireAgency(trx, input.agencyId);
         const who = await authorize(trx, actor, input.agencyId);
@@ -76,57 +132,56 @@ export function webhookActions({ db, options, inTransaction }: SettingsContext) 
           url,
           eventTypes,
           description,
+          rateLimit,
         });
         await audit(trx, who, input.agencyId, 'webhook.created', 'webhook', webhook.id, {
           url,
           event_types: webhook.event_types,
+          ...(rateLimit !== null && { rate_limit: rateLimit }),
         });
-        return { webhook: webhookView(webhook), secret };
+        // A new webhook has had no answer yet, so no pause.
+        return { webhook: webhookView(webhook, undefined), secret };
       });
     },
 
     async listWebhooks(actor: Actor, agencyId: string): Promise<WebhookView[]> {
       await requireAgency(db, agencyId);
       await authorize(db, actor, agencyId);
-      return (await listWebhooks(db, agencyId)).map(webhookView);
+      const webhooks = await listWebhooks(db, agencyId);
+      const pauses = await pausesOf(
+        db,
+        webhooks.map((w) => w.id),
+      );
+      return webhooks.map((w) => webhookView(w, pauses.get(w.id)));
     },
 
     /** One webhook with its signing secrets' times (two while a rotation overlaps). */
     async getWebhook(actor: Actor, id: string) {
       const { webhook } = await findWebhook(db, actor, id);
-      const secrets = await listWebhookSecretTimes(db, id);
+      const [secrets, view] = await Promise.all([listWebhookSecretTimes(db, id), viewOf(db, webhook)]);
       return {
-        ...webhookView(webhook),
+        ...view,
         secrets: secrets.filter((s) => s.active).map(({ id: _id, active: _a, ...s }) => s),
       };
     },
 
-    async updateWebhook(
-      actor: Actor,
-      id: string,
-      changes: { url?: string; eventTypes?: string[]; description?: string | null },
-    ) {
+    async updateWebhook(actor: Actor, id: string, changes: WebhookChanges) {
       const url = changes.url === undefined ? undefined : checkWebhookUrl(changes.url, urlRules);
       const eventTypes = changes.eventTypes === undefined ? undefined : checkEventTypes(changes.eventTypes);
       const description =
         changes.description === undefined ? undefined : checkDescription(changes.description);
-      if (url === undefined && eventTypes === undefined && description === undefined) {
-        throw invalid('nothing to change: give a URL, event types or a description.');
+      const rateLimit = changes.rateLimit === undefined ? undefined : checkRateLimit(changes.rateLimit);
+      if ([url, eventTypes, description, rateLimit].every((change) => change === undefined)) {
+        throw invalid('nothing to change: give a URL, event types, a description or a rate limit.');
       }
       return inTransaction(async (trx) => {
         const { webhook, who } = await lockWebhook(trx, actor, id);
-        const updated = (await updateWebhookConfig(trx, id, { url, eventTypes, description }))!;
-        const details: Record<string, unknown> = {};
-        if (url !== undefined && url !== webhook.url) details.url = { from: webhook.url, to: updated.url };
-        if (eventTypes !== undefined && eventTypes.join() !== webhook.event_types.join()) {
-          details.event_types = { from: webhook.event_types, to: updated.event_types };
-        }
-        if (description !== undefined && description !== webhook.description)
-          details.description_changed = true;
+        const updated = (await updateWebhookConfig(trx, id, { url, eventTypes, description, rateLimit }))!;
+        const details = changeDetails(webhook, updated);
         if (Object.keys(details).length > 0) {
           await audit(trx, who, webhook.agency_id, 'webhook.updated', 'webhook', id, details);
         }
-        return webhookView(updated);
+        return viewOf(trx, updated);
       });
     },
 
@@ -136,12 +191,12 @@ export function webhookActions({ db, options, inTransaction }: SettingsContext) 
         const { webhook, who } = await lockWebhook(trx, actor, id);
         const updated = await setWebhookEnabled(trx, id, enabled);
         // Already so: nothing changed (an active webhook keeps its streak), nothing is audited.
-        if (!updated) return webhookView(webhook);
+        if (!updated) return viewOf(trx, webhook);
         const action = enabled ? 'webhook.enabled' : 'webhook.disabled';
         await audit(trx, who, webhook.agency_id, action, 'webhook', id, {
           previous_state: webhookState(webhook),
         });
-        return webhookView(updated);
+        return viewOf(trx, updated);
       });
     },
 

@@ -43,13 +43,12 @@ export interface BrokerConfig {
   eventRetentionMs: number;
   /** Development only: accept webhook URLs on loopback or private addresses, as the dispatcher would (D7). */
   allowPrivateNetworks: boolean;
-  /** WEBHOOK_RETRY_DELAYS and WEBHOOK_FAILURE_WINDOW: when a failing delivery is tried next. */
-  retryPolicy: { retryDelaysMs: number[]; failureWindowMs: number };
 }
 
 /**
  * What the settings module needs for the platform team: the dispatcher's broker and prefix (test,
- * redeliver), EVENT_RETENTION, WEBHOOK_ALLOW_PRIVATE_NETWORKS and the retry schedule (D9).
+ * redeliver), EVENT_RETENTION and WEBHOOK_ALLOW_PRIVATE_NETWORKS (D9). Not the retry schedule: a
+ * failing delivery's next attempt is read as the dispatcher stored it.
  */
 export function readBrokerConfig(env: Env): Readonly<BrokerConfig> {
   const reader = new EnvReader(env);
@@ -58,10 +57,6 @@ export function readBrokerConfig(env: Env): Readonly<BrokerConfig> {
     amqpPrefix: reader.string('AMQP_PREFIX', ''),
     eventRetentionMs: reader.duration('EVENT_RETENTION', '30d'),
     allowPrivateNetworks: reader.bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
-    retryPolicy: {
-      retryDelaysMs: reader.durations('WEBHOOK_RETRY_DELAYS', '1m,5m,30m,2h,6h,24h'),
-      failureWindowMs: reader.duration('WEBHOOK_FAILURE_WINDOW', '3d'),
-    },
   };
   reader.done();
   return Object.freeze(config);

@@ -47,7 +47,7 @@ function attemptLines(a: LogEntry): string[] {
   const next = !a.next
     ? []
     : 'none' in a.next
-      ? [`  next attempt: none, ${a.next.none}`]
+      ? [`  no more attempts: ${a.next.none}`]
       : [`  next attempt: ${a.next.number}, due ${formatTime(a.next.due_at)}`];
   return [
     `${formatTime(a.attempted_at)}  ${a.event_id}  ${a.event_type}  attempt ${a.attempt}  ${a.duration_ms} ms  (#${a.id})`,

@@ -24,7 +24,7 @@ describe('webhook attempts', () => {
     const attempt = (
       n: number,
       minutes: number,
-      outcome: { statusCode: number | null; error: string | null },
+      outcome: { statusCode: number | null; error: string | null; responseHeaders?: string },
     ) =>
       recordAttempt(t.db, {
         webhookId: id,
@@ -37,7 +37,7 @@ describe('webhook attempts', () => {
         ...outcome,
       });
     await attempt(1, 0, { statusCode: null, error: 'timeout' });
-    await attempt(2, 1, { statusCode: 503, error: 'http_status' });
+    await attempt(2, 1, { statusCode: 429, error: 'http_status', responseHeaders: 'retry-after: 1' });
     await attempt(3, 6, { statusCode: 200, error: null });
     await recordAttempt(t.db, {
       webhookId: other.id,
@@ -71,7 +71,13 @@ describe('webhook attempts', () => {
         duration_ms: 103,
         response_body: 'answer 3',
       },
-      expect.objectContaining({ attempt: 2, status_code: 503, error: 'http_status', succeeded: false }),
+      expect.objectContaining({
+        attempt: 2,
+        status_code: 429,
+        error: 'http_status',
+        succeeded: false,
+        reason: 'asked to wait: 429, Retry-After 1 s',
+      }),
       expect.objectContaining({ attempt: 1, status_code: null, error: 'timeout', duration_ms: 101 }),
     ]);
 
@@ -91,19 +97,22 @@ describe('webhook attempts', () => {
       '2030-03-01 10:06:00 UTC  evt_first  trip.created  attempt 3  103 ms  (#n)',
       '  delivered: answered 200',
       '2030-03-01 10:01:00 UTC  evt_first  trip.created  attempt 2  102 ms  (#n)',
-      '  failed: answered 503 Service Unavailable: only a 2xx answer counts as delivered',
+      '  failed: asked to wait: 429, Retry-After 1 s',
       '2030-03-01 10:00:00 UTC  evt_first  trip.created  attempt 1  101 ms  (#n)',
       '  failed: no complete answer within 1 s: answer 2xx first, then do the work',
     ]);
     expect(human.stdout).not.toContain('evt_elsewhere');
   });
 
-  test('a failing delivery tells its next attempt; --failed shows failures only; --before pages back', async () => {
+  test('a failing delivery tells its next attempt as stored; --failed shows failures only; --before pages back', async () => {
     const agencyId = await newAgency();
     const { id } = await newWebhook(agencyId);
     const base = Date.parse('2030-03-01T10:00:00Z');
+    // As the dispatcher scheduled them: evt_4 due 97 s after it failed, evt_2 given up.
+    const nextAttemptAt = (i: number) => (i === 4 ? new Date(base + i * 60_000 + 97_000) : null);
     for (let i = 0; i < 5; i++) {
       await recordAttempt(t.db, {
+        nextAttemptAt: nextAttemptAt(i),
         webhookId: id,
         eventId: `evt_${i}`,
         eventType: 'trip.created',
@@ -116,7 +125,11 @@ describe('webhook attempts', () => {
         responseBody: null,
       });
     }
-    const failed = await cli(['webhook', 'attempts', '--id', id, '--failed', '--limit', '2'], env);
+    // tripctl reads no retry schedule: one set differently from the dispatcher's changes nothing.
+    const failed = await cli(['webhook', 'attempts', '--id', id, '--failed', '--limit', '2'], {
+      ...env,
+      WEBHOOK_RETRY_DELAYS: '7m',
+    });
     const lines = failed.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^2 failed delivery attempts of webhook/);
     expect(lines[1]).toMatch(
@@ -125,8 +138,17 @@ describe('webhook attempts', () => {
     expect(lines[2]).toBe(
       '  failed: TLS: the certificate is not trusted (self-signed) (DEPTH_ZERO_SELF_SIGNED_CERT)',
     );
-    // WEBHOOK_RETRY_DELAYS' first delay, 1m by default (D9).
-    expect(lines[3]).toBe('  next attempt: 2, due 2030-03-01 10:05:00 UTC');
+    expect(lines[3]).toBe('  next attempt: 2, due 2030-03-01 10:05:37 UTC');
+    expect(lines[4]).toMatch(/^2030-03-01 10:02:00 UTC {2}evt_2 /);
+    expect(lines[6]).toBe('  no more attempts: the retry window has passed');
+    const json = await cliJson<{ attempts: { next_attempt: unknown }[] }>(
+      ['webhook', 'attempts', id, '--failed', '--limit', '2'],
+      env,
+    );
+    expect(json.attempts.map((a) => a.next_attempt)).toEqual([
+      { number: 2, due_at: '2030-03-01T10:05:37.000Z' },
+      { none: 'the retry window has passed' },
+    ]);
     const before = /--before (\d+)$/.exec(lines.at(-1)!)![1]!;
     expect(lines.at(-1)).toBe(`Older: tripctl webhook attempts --id ${id} --failed --before ${before}`);
     const older = await cliJson<{ attempts: { event_id: string }[]; next_before: number | null }>(

@@ -41,11 +41,6 @@ export function readConfig(source: Record<string, string | undefined> = process.
       allowPrivateNetworks: env.bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
       /** Outside production, a refused private URL names WEBHOOK_ALLOW_PRIVATE_NETWORKS. */
       nameDevelopmentSettings: env.string('NODE_ENV', 'development') !== 'production',
-      /** As the dispatcher's, to tell owners when a failing delivery's next attempt is due. */
-      retryPolicy: {
-        retryDelaysMs: env.durations('WEBHOOK_RETRY_DELAYS', '1m,5m,30m,2h,6h,24h'),
-        failureWindowMs: env.duration('WEBHOOK_FAILURE_WINDOW', '3d'),
-      },
       sessionTtlMs: env.duration('SETTINGS_SESSION_TTL', '12h'),
       /** Failed sign-ins allowed per e-mail, and per client address, in each window. */
       signInFailuresPerEmail: env.int('SETTINGS_SIGN_IN_FAILURES_PER_EMAIL', 5, { min: 1 }),

@@ -123,14 +123,12 @@ const RECORD_ATTEMPTS = `/* prepared: record_attempts */
 export type ListedAttempt = WebhookAttemptRow & {
   /** A later attempt of the same event to the same webhook was made. */
   followed: boolean;
-  /** When this attempt's delivery first failed (its attempt 1), to measure the retry window. */
-  first_failed_at: Date | null;
 };
 
 /**
  * A page of a webhook's attempts, newest first: those before the attempt `before` (its id), all
- * or the failed ones only. Each says whether its delivery was attempted again, and when it first
- * failed, so the log can tell when the next attempt is due.
+ * or the failed ones only. Each says whether its delivery was attempted again, so the log tells the
+ * next attempt (`next_attempt_at`) only of the latest.
  */
 export async function listWebhookAttempts(
   db: Db,
@@ -140,7 +138,7 @@ export async function listWebhookAttempts(
   let query = db
     .selectFrom('webhook_attempts as a')
     .selectAll('a')
-    .select((eb) => [
+    .select((eb) =>
       eb
         .exists(
           eb
@@ -151,17 +149,7 @@ export async function listWebhookAttempts(
             .whereRef('later.id', '>', 'a.id'),
         )
         .as('followed'),
-      eb
-        .selectFrom('webhook_attempts as first')
-        .select('first.attempted_at')
-        .whereRef('first.event_id', '=', 'a.event_id')
-        .whereRef('first.webhook_id', '=', 'a.webhook_id')
-        .where('first.attempt', '=', 1)
-        .whereRef('first.id', '<=', 'a.id')
-        .orderBy('first.id', 'desc')
-        .limit(1)
-        .as('first_failed_at'),
-    ])
+    )
     .where('a.webhook_id', '=', webhookId);
   if (options.failedOnly) query = query.where('a.succeeded', '=', false);
   if (options.before !== undefined) {

@@ -1,5 +1,5 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
-import type { Database, WebhookPaceRow } from '../schema.ts';
+import type { Database } from '../schema.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -63,8 +63,36 @@ const RESERVE = `/* prepared: reserve_send_times */
        SET next_send_at = greatest(p.next_send_at, now()) + make_interval(secs => $2::float8)
     RETURNING (extract(epoch FROM p.next_send_at - now()) * 1000 - $2::float8 * 1000)::float8 AS first_in_ms`;
 
-/** The pace rows of the webhooks that have one (the settings page and tripctl show the pause). */
-export async function findWebhookPaces(db: Db, webhookIds: readonly string[]): Promise<WebhookPaceRow[]> {
-  if (webhookIds.length === 0) return [];
-  return db.selectFrom('webhook_pace').selectAll().where('webhook_id', 'in', webhookIds).execute();
+/** A webhook paused now, as owners are shown it (the settings page and tripctl). */
+export interface WebhookPause {
+  webhook_id: string;
+  paused_until: Date;
+  /** The answer's status: 429 or 503. */
+  status: number;
+  /** The Retry-After that answer gave, in ms; null: none that parsed, and the dispatcher chose the pause. */
+  retry_after_ms: number | null;
+  /**
+   * When the latest answer with that status came (its attempt's start plus its duration), from
+   * which a pause the dispatcher chose is measured; null when no such attempt is kept.
+   */
+  answered_at: Date | null;
 }
+
+/** The pauses of those of the webhooks that are paused now (by Postgres' clock, as they were set). */
+export async function findWebhookPauses(db: Db, webhookIds: readonly string[]): Promise<WebhookPause[]> {
+  if (webhookIds.length === 0) return [];
+  const result = await db.executeQuery<WebhookPause>(CompiledQuery.raw(PAUSES, [webhookIds]));
+  return result.rows;
+}
+
+const PAUSES = `
+    SELECT p.webhook_id, p.paused_until, p.pause_status AS status, p.pause_retry_after_ms AS retry_after_ms,
+           (SELECT a.attempted_at + make_interval(secs => a.duration_ms / 1000.0)
+              FROM webhook_attempts a
+             WHERE a.webhook_id = p.webhook_id AND a.status_code = p.pause_status
+               AND a.attempted_at <= p.paused_until
+             ORDER BY a.attempted_at DESC, a.id DESC
+             LIMIT 1) AS answered_at
+      FROM webhook_pace p
+     WHERE p.webhook_id = ANY($1::text[]) AND p.paused_until > now()
+     ORDER BY p.webhook_id`;

@@ -16,6 +16,15 @@ export function webhookState(
 
 // ---- Configuration (owners through the settings page and tripctl) ----
 
+interface NewWebhook {
+  agencyId: string;
+  url: string;
+  eventTypes: string[];
+  description?: string | null;
+  /** The owner's rate limit, deliveries a second (1–1000); null or absent: none. */
+  rateLimit?: number | null;
+}
+
 interface CreatedWebhook {
   webhook: WebhookRow;
   /** The only time the secret is handed out (D7). */
@@ -23,10 +32,7 @@ interface CreatedWebhook {
 }
 
 /** Creates a webhook with its first secret. Callers validate the URL and types first. */
-export async function createWebhook(
-  db: Kysely<Database>,
-  input: { agencyId: string; url: string; eventTypes: string[]; description?: string | null },
-): Promise<CreatedWebhook> {
+export async function createWebhook(db: Kysely<Database>, input: NewWebhook): Promise<CreatedWebhook> {
   return db.transaction().execute((trx) => insertWebhookWithSecret(trx, input));
 }
 
@@ -93,7 +99,7 @@ export async function setWebhookEnabled(
  */
 export async function insertWebhookWithSecret(
   trx: Transaction<Database>,
-  input: { agencyId: string; url: string; eventTypes: string[]; description?: string | null },
+  input: NewWebhook,
 ): Promise<CreatedWebhook> {
   const secret = generateWebhookSecret();
   const webhook = await trx
@@ -103,6 +109,7 @@ export async function insertWebhookWithSecret(
       url: input.url,
       event_types: [...new Set(input.eventTypes)],
       description: input.description ?? null,
+      rate_limit: input.rateLimit ?? null,
     })
     .returningAll()
     .executeTakeFirstOrThrow();
@@ -110,16 +117,20 @@ export async function insertWebhookWithSecret(
   return { webhook, secret };
 }
 
-/** Changes the URL, the event types or the description (only those given); undefined when there is no such webhook. */
+/**
+ * Changes the URL, the event types, the description or the rate limit (only those given; a null
+ * rate limit removes it); undefined when there is no such webhook.
+ */
 export async function updateWebhookConfig(
   db: Db,
   id: string,
-  changes: { url?: string; eventTypes?: string[]; description?: string | null },
+  changes: { url?: string; eventTypes?: string[]; description?: string | null; rateLimit?: number | null },
 ): Promise<WebhookRow | undefined> {
   const set = {
     ...(changes.url !== undefined && { url: changes.url }),
     ...(changes.eventTypes !== undefined && { event_types: [...new Set(changes.eventTypes)] }),
     ...(changes.description !== undefined && { description: changes.description }),
+    ...(changes.rateLimit !== undefined && { rate_limit: changes.rateLimit }),
   };
   if (Object.keys(set).length === 0) return findWebhook(db, id);
   return db.updateTable('webhooks').set(set).where('id', '=', id).returningAll().executeTakeFirst();

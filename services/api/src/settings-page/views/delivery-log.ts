@@ -3,7 +3,8 @@ import { html, time, type SafeHtml } from '../html.ts';
 import { table, type Column } from './table.ts';
 
 // A webhook's delivery log: every attempt with what happened in words, when a failing delivery is
-// tried next, all or failed only, 50 at a time, each with a link to its details.
+// tried next (as the dispatcher scheduled it), all or failed only, 50 at a time, each with a link
+// to its details.
 
 export interface LogInput {
   attempts: LogEntry[];
@@ -16,7 +17,7 @@ export interface LogInput {
 
 function nextCell(next: NextAttempt | null): SafeHtml {
   if (!next) return html`—`;
-  if ('none' in next) return html`none: ${next.none}`;
+  if ('none' in next) return html`no more attempts: ${next.none}`;
   return html`attempt ${next.number}, due ${time(next.due_at)}`;
 }
 
