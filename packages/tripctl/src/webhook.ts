@@ -5,8 +5,11 @@ import {
   checkDescription,
   checkEventTypes,
   checkWebhookUrl,
+  describeRateLimit,
   MAX_DESCRIPTION_LENGTH,
+  MAX_RATE_LIMIT,
   MAX_URL_LENGTH,
+  parseRateLimit,
   PLATFORM,
   SettingsError,
   type WebhookView,
@@ -45,6 +48,18 @@ const parseEventTypes = fromCheck((value) =>
 
 const parseDescription = fromCheck((value) => checkDescription(value)!);
 
+/**
+ * The owner's rate limit: deliveries a second, or `off` for none. Parsed to 'off' rather than null,
+ * which commander would store as ''; rateLimitOf makes it the module's null.
+ */
+const RATE_LIMIT_OPTION = [
+  '--rate-limit <n|off>',
+  `at most n deliveries a second (1 to ${MAX_RATE_LIMIT}), by all dispatchers together; off for none`,
+  fromCheck((value) => parseRateLimit(value) ?? 'off'),
+] as const;
+type RateLimitOption = number | 'off' | undefined;
+const rateLimitOf = (option: RateLimitOption) => (option === 'off' ? null : option);
+
 const time = (d: Date | null, none: string) => (d ? formatTime(d) : none);
 
 function webhookLines(w: WebhookView): string[] {
@@ -60,6 +75,8 @@ function webhookLines(w: WebhookView): string[] {
     `${w.id}  ${w.state}  ${w.url}`,
     `  events: ${w.events.join(', ')}`,
     ...(w.description ? [`  description: ${w.description}`] : []),
+    `  rate limit: ${describeRateLimit(w.rate_limit)}`,
+    ...(w.paused ? [`  paused until ${formatTime(w.paused.until)}: ${w.paused.reason}`] : []),
     `  ${health.join(', ')}`,
   ];
 }
@@ -87,7 +104,7 @@ function addCreateCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('create')
     .description('register an https webhook; its signing secret is printed once')
-    .usage('--agency <id> --url <url> --events <list> [--description <text>] [--json]')
+    .usage('--agency <id> --url <url> --events <list> [--description <text>] [--rate-limit <n|off>] [--json]')
     .requiredOption('--agency <id>', 'the agency id (agy_…)', idOf('agy', 'an agency'))
     .requiredOption(
       '--url <url>',
@@ -104,6 +121,7 @@ function addCreateCommand(webhook: Command, ctx: Context): void {
       `a note for the owners (at most ${MAX_DESCRIPTION_LENGTH} characters)`,
       parseDescription,
     )
+    .option(...RATE_LIMIT_OPTION)
     .option(...JSON_OPTION)
     .action(
       async (opts: {
@@ -111,6 +129,7 @@ function addCreateCommand(webhook: Command, ctx: Context): void {
         url: string;
         events: string[];
         description?: string;
+        rateLimit?: RateLimitOption;
         json?: boolean;
       }) => {
         const agency = await requireAgency(ctx, opts.agency);
@@ -119,11 +138,13 @@ function addCreateCommand(webhook: Command, ctx: Context): void {
           url: opts.url,
           eventTypes: opts.events,
           description: opts.description ?? null,
+          rateLimit: rateLimitOf(opts.rateLimit) ?? null,
         });
         printResult(ctx.io, opts.json, { ...created, secret }, [
           `Created webhook ${created.id} for agency ${agency.id} "${agency.name}", state ${created.state}:`,
           `  url: ${created.url}`,
           `  events: ${created.events.join(', ')}`,
+          `  rate limit: ${describeRateLimit(created.rate_limit)}`,
           'Its signing secret will not be shown again; store it now:',
           secret,
         ]);
@@ -193,31 +214,43 @@ function addEnableCommand(webhook: Command, ctx: Context): void {
 function addUpdateCommand(webhook: Command, ctx: Context): void {
   webhook
     .command('update')
-    .description("change a webhook's URL, event types or description")
-    .usage('<id> [--url <url>] [--events <list>] [--description <text>] [--json]')
+    .description("change a webhook's URL, event types, description or rate limit")
+    .usage('<id> [--url <url>] [--events <list>] [--description <text>] [--rate-limit <n|off>] [--json]')
     .addArgument(objectIdArgument('the webhook id (whk_…)', webhookId()))
     .addOption(objectIdOption(webhookId()))
     .option('--url <url>', 'the new https URL', parseWebhookUrl)
     .option('--events <list>', 'the new comma-separated event types, or all', parseEventTypes)
     .option('--description <text>', 'a new note for the owners', parseDescription)
+    .option(...RATE_LIMIT_OPTION)
     .option(...JSON_OPTION)
     .action(
       async (
         _id: unknown,
-        opts: { id: string; url?: string; events?: string[]; description?: string; json?: boolean },
+        opts: {
+          id: string;
+          url?: string;
+          events?: string[];
+          description?: string;
+          rateLimit?: RateLimitOption;
+          json?: boolean;
+        },
       ) => {
-        if (opts.url === undefined && opts.events === undefined && opts.description === undefined) {
-          throw usageError('nothing to change: give --url, --events or --description.');
+        const { url, events, description } = opts;
+        const rateLimit = rateLimitOf(opts.rateLimit);
+        if ([url, events, description, rateLimit].every((change) => change === undefined)) {
+          throw usageError('nothing to change: give --url, --events, --description or --rate-limit.');
         }
         const updated = await ctx.settings().updateWebhook(PLATFORM, opts.id, {
-          url: opts.url,
-          eventTypes: opts.events,
-          description: opts.description,
+          url,
+          eventTypes: events,
+          description,
+          rateLimit,
         });
         printResult(ctx.io, opts.json, updated, [
           `Updated webhook ${updated.id}, state ${updated.state}:`,
           `  url: ${updated.url}`,
           `  events: ${updated.events.join(', ')}`,
+          `  rate limit: ${describeRateLimit(updated.rate_limit)}`,
         ]);
       },
     );

@@ -145,6 +145,8 @@ export interface WebhookJson {
   disabled_at: string | null;
   last_success_at: string | null;
   last_error: string | null;
+  rate_limit: number | null;
+  paused: { until: string; status: number; retry_after_ms: number | null; reason: string } | null;
   secret?: string;
 }
 

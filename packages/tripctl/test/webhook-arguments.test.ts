@@ -49,12 +49,42 @@ describe('bad arguments exit 2 before the database is touched', () => {
       ],
       /1 to 500 characters/,
     ],
+    [
+      'a --rate-limit on create',
+      [
+        'webhook',
+        'create',
+        '--agency',
+        'agy_1',
+        '--url',
+        'https://h.example/',
+        '--events',
+        'all',
+        '--rate-limit',
+        '0',
+      ],
+      /a rate limit is a whole number/,
+    ],
+    [
+      'nothing to change',
+      ['webhook', 'update', 'whk_1'],
+      /nothing to change: give --url, --events, --description or --rate-limit\./,
+    ],
     ['an unknown subcommand', ['webhook', 'delete'], /unknown command 'delete'/],
   ])('%s', async (_what, argv, message) => {
     const result = await cli(argv, unreachable);
     expect(result.stderr).toMatch(message);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
+  });
+
+  test.each(['0', '1001', '1.5', 'ten', '-5'])('a --rate-limit of %s', async (limit) => {
+    const result = await cli(['webhook', 'update', 'whk_1', `--rate-limit=${limit}`], unreachable);
+    expect(result).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `error: option '--rate-limit <n|off>' argument '${limit}' is invalid. a rate limit is a whole number of deliveries a second from 1 to 1000, or off for none.\n(add --help for usage)\n`,
+    });
   });
 
   test('--help lists webhook, and every webhook command takes --json', async () => {

@@ -165,6 +165,7 @@ withChromium(
   async () => {
     await page.getByLabel('Endpoint URL').fill(receiver.url);
     await page.getByLabel('Description').fill('Our CRM');
+    await page.getByLabel('Rate limit').fill('20');
     // Events are grouped by object; "All events" takes every type.
     const events = page.getByRole('group', { name: 'Events to send' });
     await expect(
@@ -179,8 +180,14 @@ withChromium(
     await page.waitForURL(/\/settings\/webhooks\/whk_\w+$/);
     webhookId = page.url().split('/').pop()!;
     expect(webhookId).toMatch(/^whk_/);
-    const row = await t.db.selectFrom('webhooks').select('event_types').executeTakeFirstOrThrow();
+    const row = await t.db
+      .selectFrom('webhooks')
+      .select(['event_types', 'rate_limit'])
+      .executeTakeFirstOrThrow();
     expect(row.event_types).toHaveLength(EVENT_TYPE_NAMES.length);
+    expect(row.rate_limit).toBe(20);
+    await page.getByText('at most 20 deliveries a second', { exact: true }).waitFor();
+    await expect(page.getByLabel('Rate limit').inputValue()).resolves.toBe('20');
     await expectAllControlsLabelled();
 
     await press('Send a test event', 'test-sent');
@@ -326,6 +333,44 @@ withChromium(
     await shot('09b-sent-again');
   },
   60_000,
+);
+
+withChromium(
+  'the owner changes the rate limit, then removes it: the overview and the page show it',
+  async () => {
+    await page.goto(`${api.url}/settings/webhooks/${webhookId}`);
+    const change = page.locator(`form[action="/settings/webhooks/${webhookId}"]`);
+    await change.getByLabel('Rate limit').fill('5');
+    await press('Save changes', 'webhook-updated');
+    await page.getByText('at most 5 deliveries a second', { exact: true }).waitFor();
+    await page.goto(`${api.url}/settings`);
+    const row = page.getByRole('row', { name: /Our CRM/ });
+    await expect(row.getByRole('cell', { name: 'at most 5 deliveries a second' }).count()).resolves.toBe(1);
+    await shot('09c-rate-limit');
+
+    await page.goto(`${api.url}/settings/webhooks/${webhookId}`);
+    await change.getByLabel('Rate limit').fill('');
+    await press('Save changes', 'webhook-updated');
+    await expect(page.getByLabel('Rate limit').inputValue()).resolves.toBe('');
+    const stored = await t.db
+      .selectFrom('webhooks')
+      .select('rate_limit')
+      .where('id', '=', webhookId)
+      .executeTakeFirstOrThrow();
+    expect(stored.rate_limit).toBeNull();
+    const audit = await t.db
+      .selectFrom('audit_log')
+      .select('details')
+      .where('object_id', '=', webhookId)
+      .where('action', '=', 'webhook.updated')
+      .orderBy('id')
+      .execute();
+    expect(audit.map((a) => a.details)).toEqual([
+      { rate_limit: { from: 20, to: 5 } },
+      { rate_limit: { from: 5, to: null } },
+    ]);
+  },
+  30_000,
 );
 
 withChromium(

@@ -16,6 +16,7 @@ import {
   randomAmqpPrefix,
   startReceiver,
   waitFor,
+  type Answer,
   type TestDatabase,
   type TestReceiver,
 } from '@trips/testkit';
@@ -24,8 +25,9 @@ import { startTestApi } from './support.ts';
 
 // The delivery log answers "why" (issue 26), over HTTP against the real API, dispatcher, RabbitMQ
 // and Postgres, delivering to local HTTPS receivers that fail on purpose: each failure in words,
-// when the next attempt is due, an attempt's request and answer in full, all or failed only, paging
-// past 50, one event sent again, and each webhook's health.
+// when the next attempt is due (as the dispatcher stored it), a receiver's pause, an attempt's
+// request and answer in full, all or failed only, paging past 50, one event sent again, and each
+// webhook's health.
 
 const RETRY = 30_000;
 let t: TestDatabase;
@@ -42,7 +44,6 @@ beforeAll(async () => {
   const ca = await createTestCa();
   receiver = await startReceiver(ca);
   selfSigned = await startReceiver(ca.untrusted);
-  const schedule = { WEBHOOK_RETRY_DELAYS: `${RETRY / 1000}s`, WEBHOOK_FAILURE_WINDOW: '10m' };
   dispatcher = await startDispatcherService(
     readConfig({
       DATABASE_URL: t.url,
@@ -53,11 +54,18 @@ beforeAll(async () => {
       WEBHOOK_CA_FILE: ca.caFile,
       WEBHOOK_TIMEOUT: '1s',
       DISPATCHER_STOP_TIMEOUT: '5s',
-      ...schedule,
+      WEBHOOK_RETRY_DELAYS: `${RETRY / 1000}s`,
+      WEBHOOK_FAILURE_WINDOW: '10m',
     }),
     new LogCapture().logger,
   );
-  api = await startTestApi(t, { AMQP_PREFIX: prefix, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', ...schedule });
+  // The API reads no retry schedule: one set unlike the dispatcher's changes nothing it shows.
+  api = await startTestApi(t, {
+    AMQP_PREFIX: prefix,
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_RETRY_DELAYS: '7m',
+    WEBHOOK_FAILURE_WINDOW: '1h',
+  });
   people = await agencyWithPeople(t.db, 'Fairway Tours');
   owner = new FormClient(api.url);
   await owner.signIn(people.owner.email);
@@ -113,19 +121,25 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-test('each failed attempt says why in words, and when the next attempt is due and which it is', async () => {
-  receiver.answer = (r) =>
+test('each failed attempt says why in words, and when the next attempt is due (as stored) and which it is', async () => {
+  const ASKED_MS = 120_000;
+  receiver.answer = (r): Answer =>
     r.path === '/moved'
       ? { status: 301, headers: { location: 'https://elsewhere.example/' } }
       : r.path === '/slow'
         ? { status: 200, delayMs: 3000 }
-        : { status: 503, body: 'maintenance' };
+        : r.path === '/busy'
+          ? { status: 429, headers: { 'retry-after': String(ASKED_MS / 1000) } }
+          : { status: 500, body: 'maintenance' };
+  const busy = receiver.url.replace('/hooks', '/busy');
   const cases = [
     [receiver.url.replace('/hooks', '/moved'), 'answered 301: redirects are not followed'],
     [selfSigned.url, 'TLS: the certificate is not trusted (self-signed)'],
     [`https://127.0.0.1:${await closedPort()}/hooks`, 'connection refused'],
     [receiver.url.replace('/hooks', '/slow'), 'no complete answer within 1 s'],
-    [receiver.url, 'answered 503 Service Unavailable: only a 2xx answer counts as delivered'],
+    [receiver.url, 'answered 500 Internal Server Error: only a 2xx answer counts as delivered'],
+    // Longer than the lane's pause: a failure on the schedule, not retried before the receiver asked.
+    [busy, 'asked to wait: 429, Retry-After 120 s'],
   ] as const;
   const webhooks = await Promise.all(cases.map(([url]) => addWebhook(url)));
   for (const w of webhooks) await sendTest(w.id);
@@ -138,10 +152,35 @@ test('each failed attempt says why in words, and when the next attempt is due an
     });
     const page = await owner.get(`/settings/webhooks/${id}`);
     expect(unescape(page.body)).toContain(words);
-    const due = new Date(attempt!.attempted_at.getTime() + RETRY);
+    // Due by the dispatcher's schedule, or no sooner than the receiver asked; the page shows it as
+    // stored, not by the API's own (different) schedule.
+    const due = attempt!.next_attempt_at!;
+    const after = due.getTime() - attempt!.attempted_at.getTime();
+    if (cases[i]![0] === busy) expect(after).toBeGreaterThanOrEqual(ASKED_MS);
+    else expect(after).toBe(RETRY);
     expect(page.body).toContain(`attempt 2, due <time datetime="${due.toISOString()}">`);
     expect(unescape(page.body.replace(/<[^>]*>/g, ''))).toContain(`attempt 2, due ${formatTime(due)}`);
-    // The same words in tripctl come from the same module (packages/tripctl/test/attempts.test.ts).
+    // The same words in tripctl come from the same module (packages/tripctl/test/webhook-attempts.test.ts).
+  }
+
+  // The receiver that asked to wait: the webhook is paused until then, on its page and the overview.
+  const pausedId = webhooks.at(-1)!.id;
+  const pace = await t.db
+    .selectFrom('webhook_pace')
+    .selectAll()
+    .where('webhook_id', '=', pausedId)
+    .executeTakeFirstOrThrow();
+  expect(pace).toMatchObject({ pause_status: 429, pause_retry_after_ms: ASKED_MS });
+  const until = formatTime(pace.paused_until!);
+  const text = (html: string) => unescape(html.replace(/<[^>]*>/g, ''));
+  const page = await owner.get(`/settings/webhooks/${pausedId}`);
+  expect(page.body).toContain(`<time datetime="${pace.paused_until!.toISOString()}">`);
+  expect(text(page.body)).toContain(`paused until ${until}: the receiver answered 429 with Retry-After 120 s`);
+  const overview = await owner.get('/settings');
+  const row = overview.body.split(`webhooks/${pausedId}"`)[1]!.split('</tr>')[0]!;
+  expect(text(row)).toContain(`paused until ${until}`);
+  for (const w of webhooks.slice(0, -1)) {
+    expect((await owner.get(`/settings/webhooks/${w.id}`)).body).not.toContain('paused until');
   }
 }, 60_000);
 

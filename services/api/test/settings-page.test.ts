@@ -310,6 +310,48 @@ test('bad webhook input gets the module’s clear message, keeps what was typed,
   expect([await count('webhooks'), await count('audit_log')]).toEqual([webhooks, audit]);
 });
 
+test('a rate limit that is not a whole number from 1 to 1000 is refused on both forms, kept as typed; nothing changes', async () => {
+  const owner = new FormClient(api.url);
+  await owner.signIn(a.owner.email);
+  await owner.get('/settings');
+  const created = await owner.post('/settings/webhooks', {
+    url: 'https://crm.example/limited',
+    events: 'trip.created',
+    rate_limit: '50',
+  });
+  const id = /href="\/settings\/webhooks\/(whk_\w+)"/.exec((await owner.follow(created)).body)![1]!;
+  const rateLimit = async () =>
+    (await t.db.selectFrom('webhooks').select('rate_limit').where('id', '=', id).executeTakeFirstOrThrow())
+      .rate_limit;
+  expect(await rateLimit()).toBe(50);
+  const [webhooks, audit] = [await count('webhooks'), await count('audit_log')];
+  const rule = 'a rate limit is a whole number of deliveries a second from 1 to 1000, or off for none.';
+  for (const typed of ['0', '1001', '1.5', 'ten']) {
+    const add = await owner.post('/settings/webhooks', {
+      url: 'https://crm.example/other',
+      events: 'trip.created',
+      rate_limit: typed,
+    });
+    expect(add.status).toBe(400);
+    expect(add.body).toContain(rule);
+    expect(add.body).toMatch(new RegExp(`id="webhook-rate-limit"[^>]*value="${typed.replace('.', '\\.')}"`));
+    await owner.get(`/settings/webhooks/${id}`);
+    const change = await owner.post(`/settings/webhooks/${id}`, {
+      url: 'https://crm.example/limited',
+      events: 'trip.created',
+      rate_limit: typed,
+    });
+    expect(change.status).toBe(400);
+    expect(change.body).toContain(rule);
+    expect(change.body).toMatch(new RegExp(`id="edit-rate-limit"[^>]*value="${typed.replace('.', '\\.')}"`));
+  }
+  expect([await count('webhooks'), await count('audit_log'), await rateLimit()]).toEqual([
+    webhooks,
+    audit,
+    50,
+  ]);
+});
+
 test('what an owner typed is shown as text, never as markup', async () => {
   const owner = new FormClient(api.url);
   await owner.signIn(a.owner.email);

@@ -29,8 +29,10 @@ label { display: block; font-weight: 600; margin: .75rem 0 .25rem; }
 fieldset { border: 1px solid var(--line); border-radius: 6px; margin: .75rem 0; padding: .5rem .75rem; }
 legend { font-weight: 600; padding: 0 .25rem; }
 fieldset label { display: inline-flex; align-items: center; gap: .35rem; font-weight: 400; margin: .2rem 1rem .2rem 0; }
-input[type=text], input[type=email], input[type=password], input[type=url], input[type=datetime-local], select {
+input[type=text], input[type=email], input[type=password], input[type=url], input[type=datetime-local],
+input[type=number], select {
   font: inherit; padding: .45rem .6rem; border: 1px solid #9aa7a0; border-radius: 6px; width: 100%; max-width: 34rem; background: #fff; }
+input[type=number] { max-width: 10rem; }
 .hint { color: var(--muted); font-size: .9rem; margin: .2rem 0; }
 button { font: inherit; cursor: pointer; border-radius: 6px; padding: .45rem .9rem; border: 1px solid var(--accent);
   background: var(--accent); color: var(--accent-ink); }

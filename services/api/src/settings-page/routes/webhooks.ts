@@ -1,7 +1,7 @@
 import type { Request, Router } from 'express';
 import { EVENT_TYPE_NAMES } from '@trips/contracts';
 import { isCalendarTime } from '@trips/runtime';
-import { SettingsError } from '@trips/settings';
+import { parseRateLimit, SettingsError } from '@trips/settings';
 import { actionRunner, type Refusal } from '../actions.ts';
 import { actor, type PageContext, type SignedIn } from '../context.ts';
 import { field, fields, optionalText } from '../form-fields.ts';
@@ -69,6 +69,8 @@ const webhookDraft = (req: Request): WebhookDraft => {
     url: field(req.body.url),
     description: field(req.body.description),
     events: events.includes(ALL_EVENTS) ? [...EVENT_TYPE_NAMES] : events,
+    // A post without the field leaves the limit as it is.
+    ...(req.body.rate_limit !== undefined && { rateLimit: field(req.body.rate_limit) }),
   };
 };
 
@@ -89,6 +91,7 @@ export function addWebhookRoutes(router: Router, ctx: PageContext): void {
         url: draft.url ?? '',
         eventTypes: draft.events ?? [],
         description: optionalText(req.body.description),
+        rateLimit: parseRateLimit(draft.rateLimit ?? ''),
       });
       await ctx.shownOnce.redirectToShow(
         req,
@@ -110,6 +113,7 @@ export function addWebhookRoutes(router: Router, ctx: PageContext): void {
         url: draft.url,
         eventTypes: draft.events,
         description: optionalText(req.body.description),
+        rateLimit: draft.rateLimit === undefined ? undefined : parseRateLimit(draft.rateLimit),
       });
       res.redirect(303, `/settings/webhooks/${id}?notice=webhook-updated`);
     }, onChangeForm),

@@ -1,11 +1,11 @@
 import { EVENT_TYPE_NAMES, SCOPES } from '@trips/contracts';
 import type { SessionUser } from '@trips/db/sessions';
-import type { ApiKeyView, WebhookView } from '@trips/settings';
+import { describeRateLimit, type ApiKeyView, type WebhookView } from '@trips/settings';
 import { html, time, type SafeHtml } from '../html.ts';
 import { percent } from './health-chart.ts';
 import { banners, checkboxes, csrfField, page, stateBadge, type Banner } from './layout.ts';
 import { table, type Column } from './table.ts';
-import { webhookFields, type WebhookDraft } from './webhook-form.ts';
+import { rateLimitField, webhookFields, type WebhookDraft } from './webhook-form.ts';
 
 export function overviewPage(
   user: SessionUser,
@@ -45,6 +45,7 @@ export function overviewPage(
         <form method="post" action="/settings/webhooks">
           ${csrfField(user)}
           ${webhookFields('webhook', { url: draft.url ?? '', description: draft.description ?? '', events: draft.events ?? [] })}
+          ${rateLimitField('webhook', draft.rateLimit ?? '')}
           <div class="actions"><button type="submit">Add webhook</button></div>
         </form>
       </section>`,
@@ -107,7 +108,12 @@ function webhooksTable(webhooks: WebhookView[], rates: Map<string, number | null
       heading: 'Events',
       cell: (w) => (w.events.length === EVENT_TYPE_NAMES.length ? 'all events' : w.events.join(', ')),
     },
-    { heading: 'State', cell: (w) => stateBadge(w.state) },
+    {
+      heading: 'State',
+      cell: (w) =>
+        html`${stateBadge(w.state)}${w.paused ? html`<br /><span class="hint">paused until ${time(w.paused.until)}</span>` : ''}`,
+    },
+    { heading: 'Rate limit', cell: (w) => describeRateLimit(w.rate_limit) },
     { heading: 'Delivered, 24 h', cell: (w) => percent(rates.get(w.id) ?? null) },
     { heading: 'Last success', cell: (w) => time(w.last_success_at, 'never') },
   ];

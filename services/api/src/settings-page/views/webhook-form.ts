@@ -1,4 +1,5 @@
 import { EVENT_TYPE_NAMES, EVENT_TYPES, OBJECT_TYPES, type ObjectType } from '@trips/contracts';
+import { MAX_RATE_LIMIT, MIN_RATE_LIMIT } from '@trips/settings';
 import { html, type SafeHtml } from '../html.ts';
 import { checkboxes } from './layout.ts';
 
@@ -10,6 +11,8 @@ export interface WebhookDraft {
   url?: string;
   description?: string;
   events?: string[];
+  /** The rate limit as typed; empty: none. */
+  rateLimit?: string;
 }
 
 /** A webhook's URL, description and events, as the add and the change forms both ask for them. */
@@ -40,6 +43,29 @@ export function webhookFields(
       value="${values.description}"
     />
     ${eventChoice(values.events)}`;
+}
+
+/**
+ * The owner's rate limit (D10), as the add and the change forms both ask for it: a whole number of
+ * deliveries a second, or empty for none (the browser checks the range; the module checks again).
+ */
+export function rateLimitField(id: string, value: string) {
+  return html`<label for="${id}-rate-limit">Rate limit <span class="hint">(optional)</span></label>
+    <p class="hint" id="${id}-rate-limit-hint">
+      At most this many deliveries a second, ${MIN_RATE_LIMIT} to ${MAX_RATE_LIMIT}, for a receiver that
+      cannot take more. Empty: no limit; we slow down anyway when your endpoint answers 429 or 503.
+    </p>
+    <input
+      id="${id}-rate-limit"
+      name="rate_limit"
+      type="number"
+      min="${MIN_RATE_LIMIT}"
+      max="${MAX_RATE_LIMIT}"
+      step="1"
+      inputmode="numeric"
+      aria-describedby="${id}-rate-limit-hint"
+      value="${value}"
+    />`;
 }
 
 /**

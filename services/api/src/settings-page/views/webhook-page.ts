@@ -1,10 +1,10 @@
 import type { SessionUser } from '@trips/db/sessions';
-import type { WebhookHealth, WebhookView } from '@trips/settings';
-import { html, time } from '../html.ts';
+import { describeRateLimit, type WebhookHealth, type WebhookView } from '@trips/settings';
+import { html, time, type SafeHtml } from '../html.ts';
 import { deliveryLog, type LogInput } from './delivery-log.ts';
 import { healthSection } from './health-chart.ts';
 import { banners, csrfField, page, stateBadge, type Banner } from './layout.ts';
-import { webhookFields, type WebhookDraft } from './webhook-form.ts';
+import { rateLimitField, webhookFields, type WebhookDraft } from './webhook-form.ts';
 
 const OVERLAP_CHOICES: { value: string; label: string }[] = [
   { value: '0', label: 'no overlap: the old secret stops now' },
@@ -25,6 +25,39 @@ export interface WebhookPageInput extends Banner {
   draft?: WebhookDraft;
 }
 
+/** The webhook's state, pace and secrets, as facts. */
+function stateFacts(w: WebhookPageInput['webhook'], lastFailureReason: string | null): SafeHtml {
+  return html`<dl class="facts">
+    <dt>State</dt>
+    <dd>${stateBadge(w.state)}</dd>
+    ${
+      w.paused
+        ? html`<dt>Paused</dt>
+            <dd>paused until ${time(w.paused.until)}: ${w.paused.reason}</dd>`
+        : ''
+    }
+    <dt>Rate limit</dt>
+    <dd>${describeRateLimit(w.rate_limit)}</dd>
+    <dt>Failing since</dt>
+    <dd>${time(w.failing_since)}</dd>
+    <dt>Switched off since</dt>
+    <dd>${time(w.disabled_at)}</dd>
+    <dt>Last success</dt>
+    <dd>${time(w.last_success_at, 'never')}</dd>
+    <dt>Last failure</dt>
+    <dd>${time(w.last_failure_at, 'never')}</dd>
+    <dt>Last error</dt>
+    <dd>${w.last_error ? (lastFailureReason ?? w.last_error) : '—'}</dd>
+    <dt>Signing secrets</dt>
+    <dd>
+      ${w.secrets.map(
+        (s) =>
+          html`made ${time(s.created_at)}${s.expires_at ? html`, signs until ${time(s.expires_at)}` : ''}<br />`,
+      )}
+    </dd>
+  </dl>`;
+}
+
 export function webhookPage(user: SessionUser, input: WebhookPageInput): string {
   const w = input.webhook;
   const draft = input.draft ?? {};
@@ -37,28 +70,7 @@ export function webhookPage(user: SessionUser, input: WebhookPageInput): string 
       ${banners(input)}
       <section class="card" aria-labelledby="state-heading">
         <h2 id="state-heading">State</h2>
-        <dl class="facts">
-          <dt>State</dt>
-          <dd>${stateBadge(w.state)}</dd>
-          <dt>Failing since</dt>
-          <dd>${time(w.failing_since)}</dd>
-          <dt>Switched off since</dt>
-          <dd>${time(w.disabled_at)}</dd>
-          <dt>Last success</dt>
-          <dd>${time(w.last_success_at, 'never')}</dd>
-          <dt>Last failure</dt>
-          <dd>${time(w.last_failure_at, 'never')}</dd>
-          <dt>Last error</dt>
-          <dd>${w.last_error ? (input.lastFailureReason ?? w.last_error) : '—'}</dd>
-          <dt>Signing secrets</dt>
-          <dd>
-            ${w.secrets.map(
-              (s) =>
-                html`made
-                  ${time(s.created_at)}${s.expires_at ? html`, signs until ${time(s.expires_at)}` : ''}<br />`,
-            )}
-          </dd>
-        </dl>
+        ${stateFacts(w, input.lastFailureReason)}
         <div class="actions">
           ${
             on
@@ -136,6 +148,7 @@ export function webhookPage(user: SessionUser, input: WebhookPageInput): string 
             description: draft.description ?? w.description ?? '',
             events: draft.events ?? w.events,
           })}
+          ${rateLimitField('edit', draft.rateLimit ?? String(w.rate_limit ?? ''))}
           <div class="actions"><button type="submit" class="secondary">Save changes</button></div>
         </form>
       </section>`,
