@@ -258,6 +258,8 @@ export interface WebhookPaceTable {
   webhook_id: string;
   /** The receiver answered 429 or 503: nothing is attempted before then. */
   paused_until: Timestamp | null;
+  /** When that pause began (the answer's time, as Postgres wrote it). */
+  paused_at: Timestamp | null;
   /** The status of the answer that paused it. */
   pause_status: number | null;
   /** The Retry-After that answer gave, in ms; null: it gave none (or one that did not parse). */

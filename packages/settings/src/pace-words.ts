@@ -15,11 +15,11 @@ export function describeRateLimit(rateLimit: number | null): string {
 /**
  * Why the webhook is paused: "the receiver answered 429 with Retry-After 1 s", or, when it gave no
  * Retry-After we could read and the dispatcher chose the pause, "the receiver answered 503 without
- * a Retry-After; we wait 2 s" (that long from its answer).
+ * a Retry-After; we wait 2 s" (the pause's length).
  */
 export function describePause(pause: Omit<WebhookPause, 'webhook_id'>): string {
   const answered = `the receiver answered ${pause.status}`;
   if (pause.retry_after_ms !== null) return `${answered} with Retry-After ${span(pause.retry_after_ms)}`;
-  const waitMs = pause.answered_at && pause.paused_until.getTime() - pause.answered_at.getTime();
-  return `${answered} without a Retry-After${waitMs && waitMs > 0 ? `; we wait ${span(waitMs)}` : ''}`;
+  const waitMs = pause.paused_until.getTime() - pause.paused_at.getTime();
+  return `${answered} without a Retry-After; we wait ${span(Math.max(0, waitMs))}`;
 }

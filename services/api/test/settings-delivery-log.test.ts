@@ -175,7 +175,9 @@ test('each failed attempt says why in words, and when the next attempt is due (a
   const text = (html: string) => unescape(html.replace(/<[^>]*>/g, ''));
   const page = await owner.get(`/settings/webhooks/${pausedId}`);
   expect(page.body).toContain(`<time datetime="${pace.paused_until!.toISOString()}">`);
-  expect(text(page.body)).toContain(`paused until ${until}: the receiver answered 429 with Retry-After 120 s`);
+  expect(text(page.body)).toContain(
+    `paused until ${until}: the receiver answered 429 with Retry-After 120 s`,
+  );
   const overview = await owner.get('/settings');
   const row = overview.body.split(`webhooks/${pausedId}"`)[1]!.split('</tr>')[0]!;
   expect(text(row)).toContain(`paused until ${until}`);

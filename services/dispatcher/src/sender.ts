@@ -1,7 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { createSecureContext, rootCertificates } from 'node:tls';
-import { createSsrfGuard, isDeliverableHost, type SsrfGuard } from '@trips/broker';
+import {
+  ASKS_TO_WAIT,
+  createSsrfGuard,
+  isDeliverableHost,
+  parseRetryAfter,
+  type SsrfGuard,
+} from '@trips/broker';
 import type { Event } from '@trips/contracts';
 import { signatureHeader } from './signature.ts';
 
@@ -165,7 +171,7 @@ export class Sender {
         error,
         body: text,
         bodyCut: cut,
-        ...(BACK_PRESSURE.has(status) && {
+        ...(ASKS_TO_WAIT.has(status) && {
           backPressure: { retryAfterMs: retryAfterMs(response.headers['retry-after'], Date.now()) },
         }),
         signature,
@@ -191,22 +197,11 @@ export class Sender {
   }
 }
 
-/** The answers by which a receiver asks us to slow down (D10). */
-const BACK_PRESSURE = new Set([429, 503]);
-
-/**
- * How long a Retry-After asks to wait (RFC 9110 10.2.3): whole seconds, or an HTTP date (a date
- * already past: 0). Undefined for anything else, which counts as no Retry-After at all.
- */
+/** How long a Retry-After asks to wait from `now` (a date already past: 0); undefined: none that parses. */
 function retryAfterMs(value: string | undefined, now: number): number | undefined {
-  const text = value?.trim();
-  if (!text) return undefined;
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  // An HTTP date starts with its weekday (IMF-fixdate, RFC 850, asctime); Date.parse alone would
-  // take a bare "12" or "2030" for a date.
-  if (!/^[A-Za-z]{3,9}, .+ GMT$|^[A-Za-z]{3} [A-Za-z]{3} +\d/.test(text)) return undefined;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  const asked = parseRetryAfter(value);
+  if (!asked) return undefined;
+  return 'seconds' in asked ? asked.seconds * 1000 : Math.max(0, asked.at.getTime() - now);
 }
 
 /** The attempt's whole time ran out: the status line, headers or body did not come in time. */

@@ -46,6 +46,7 @@ const words = (result: AttemptResult) =>
     error: result.error,
     error_detail: result.errorDetail ?? null,
     duration_ms: result.durationMs,
+    response_headers: result.responseHeaders ?? null,
   });
 
 test('a 2xx with headers under 16 KiB is delivered', async () => {

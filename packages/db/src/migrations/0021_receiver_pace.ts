@@ -9,7 +9,8 @@ import { sql, type Kysely } from 'kysely';
 // `webhook_pace`, a row per webhook that has been paced, apart from `webhooks` because its writes
 // are frequent and must not take the webhook row's lock, which every batch of attempts takes:
 // - `paused_until`: a receiver answered 429 or 503, and none of the webhook's deliveries is
-//   attempted before then, by any dispatcher. `pause_status` and `pause_retry_after_ms` say why
+//   attempted before then, by any dispatcher; `paused_at`: since when. `pause_status` and
+//   `pause_retry_after_ms` say why
 //   (the Retry-After it gave; null: none, and the dispatcher chose the pause). A change of the
 //   pause is told like a change of the webhook, with how long it lasts, so every dispatcher holds
 //   off at once, even with attempts of the webhook already under way.
@@ -29,6 +30,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     CREATE TABLE webhook_pace (
       webhook_id text PRIMARY KEY REFERENCES webhooks (id) ON DELETE CASCADE,
       paused_until timestamptz,
+      paused_at timestamptz,
       pause_status int,
       pause_retry_after_ms int,
       next_send_at timestamptz

@@ -32,11 +32,11 @@ export async function pauseWebhook(db: Db, webhookId: string, pause: Pause): Pro
 }
 
 const PAUSE = `/* prepared: pause_webhook */
-    INSERT INTO webhook_pace AS p (webhook_id, paused_until, pause_status, pause_retry_after_ms)
-    VALUES ($1::text, now() + make_interval(secs => $2::float8), $3::int, $4::int)
+    INSERT INTO webhook_pace AS p (webhook_id, paused_until, paused_at, pause_status, pause_retry_after_ms)
+    VALUES ($1::text, now() + make_interval(secs => $2::float8), now(), $3::int, $4::int)
     ON CONFLICT (webhook_id) DO UPDATE
-       SET paused_until = EXCLUDED.paused_until, pause_status = EXCLUDED.pause_status,
-           pause_retry_after_ms = EXCLUDED.pause_retry_after_ms
+       SET paused_until = EXCLUDED.paused_until, paused_at = EXCLUDED.paused_at,
+           pause_status = EXCLUDED.pause_status, pause_retry_after_ms = EXCLUDED.pause_retry_after_ms
      WHERE p.paused_until IS NULL OR p.paused_until < EXCLUDED.paused_until`;
 
 /**
@@ -71,11 +71,8 @@ export interface WebhookPause {
   status: number;
   /** The Retry-After that answer gave, in ms; null: none that parsed, and the dispatcher chose the pause. */
   retry_after_ms: number | null;
-  /**
-   * When the latest answer with that status came (its attempt's start plus its duration), from
-   * which a pause the dispatcher chose is measured; null when no such attempt is kept.
-   */
-  answered_at: Date | null;
+  /** When the pause began: a pause the dispatcher chose lasts from then to `paused_until`. */
+  paused_at: Date;
 }
 
 /** The pauses of those of the webhooks that are paused now (by Postgres' clock, as they were set). */
@@ -86,13 +83,8 @@ export async function findWebhookPauses(db: Db, webhookIds: readonly string[]): 
 }
 
 const PAUSES = `
-    SELECT p.webhook_id, p.paused_until, p.pause_status AS status, p.pause_retry_after_ms AS retry_after_ms,
-           (SELECT a.attempted_at + make_interval(secs => a.duration_ms / 1000.0)
-              FROM webhook_attempts a
-             WHERE a.webhook_id = p.webhook_id AND a.status_code = p.pause_status
-               AND a.attempted_at <= p.paused_until
-             ORDER BY a.attempted_at DESC, a.id DESC
-             LIMIT 1) AS answered_at
+    SELECT p.webhook_id, p.paused_until, p.paused_at, p.pause_status AS status,
+           p.pause_retry_after_ms AS retry_after_ms
       FROM webhook_pace p
      WHERE p.webhook_id = ANY($1::text[]) AND p.paused_until > now()
      ORDER BY p.webhook_id`;
