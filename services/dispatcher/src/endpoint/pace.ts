@@ -149,7 +149,9 @@ export class Pace {
     sentAt: number,
     retryAfterMs: number | undefined,
   ): { until: number; longer: boolean } {
-    const rate = this.rate(now); // the rate complained of, before the pause changes it
+    // Lowered first: the rate complained of, and how long it had probed, are read from before this
+    // answer's pause.
+    if (sentAt >= this.loweredAt) this.lower(now, this.rate(now));
     if (retryAfterMs === undefined) this.unexplained++;
     else this.unexplained = 0;
     const waitMs =
@@ -158,7 +160,6 @@ export class Pace {
     const until = now + Math.min(waitMs, this.options.maxPauseMs);
     const longer = until > this.pausedUntil;
     if (longer) this.pausedUntil = until;
-    if (sentAt >= this.loweredAt) this.lower(now, rate);
     this.nextAt = Math.max(this.nextAt, this.pausedUntil);
     return { until: this.pausedUntil, longer };
   }
