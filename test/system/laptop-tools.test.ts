@@ -1,9 +1,9 @@
-// scripts/promtool.sh and scripts/browser.sh where their tool is missing and cannot be installed
+// scripts/promtool.sh, browser.sh and haproxy.sh where their tool is missing and cannot be installed
 // (not root, as on a laptop): outside CI its tests skip, in one line saying which and how to have
 // them; in CI the run fails. Run as an unprivileged user (nobody) when the test runs as root, with a
-// PATH that has no promtool and a CHROMIUM_PATH that names no file (Debian machines have the default).
-// And scripts/services.sh as a developer's own user, for whom rabbitmqctl cannot reach the broker,
-// and `pnpm tripctl` and `pnpm trips` in a shell whose node is the machine's older one.
+// PATH that has no promtool or haproxy and a CHROMIUM_PATH that names no file (Debian machines have
+// the default). And scripts/services.sh as a developer's own user, for whom rabbitmqctl cannot
+// reach the broker, and `pnpm tripctl` and `pnpm trips` in a shell whose node is the machine's older one.
 import { execFile, execFileSync } from 'node:child_process';
 import {
   chmodSync,
@@ -80,6 +80,25 @@ describe('promtool.sh', () => {
     const ran = await promtoolScript({ PROMTOOL: '/opt/prometheus/promtool' });
     expect(ran.code).toBe(3);
     expect(ran.stderr).toContain('promtool: /opt/prometheus/promtool is missing, so ');
+  });
+});
+
+describe('haproxy.sh', () => {
+  const haproxyScript = (env: Record<string, string>) => runScript('haproxy.sh', env);
+
+  test('not CI: exit 3, on which test.sh skips the Postgres failover tests, and one line saying which and how', async () => {
+    expect(await haproxyScript({})).toEqual({
+      code: 3,
+      stderr:
+        'haproxy: haproxy is missing, so test/system/pg-failover*.serial.test.ts skip; to run them, ' +
+        "install Debian's haproxy package (apt-get install haproxy, as root) or set HAPROXY to a haproxy\n",
+    });
+  });
+
+  test('CI: exit 1, never a skip', async () => {
+    const ran = await haproxyScript({ CI: 'true' });
+    expect(ran.code).toBe(1);
+    expect(ran.stderr).toMatch(/^haproxy: haproxy is missing, and CI never skips the Postgres failover tests: /);
   });
 });
 
