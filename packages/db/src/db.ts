@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { Database } from './schema.ts';
 import { migrationProvider } from './migrations/index.ts';
 import { sendQueriesLean } from './fast-paths/index.ts';
+import { spoilsConnection } from './unavailable.ts';
 
 // `date` (OID 1082) stays the 'YYYY-MM-DD' text Postgres sends: turning it into a JS Date would
 // shift it by the process's time zone, and the API returns dates as plain dates anyway.
@@ -51,8 +52,43 @@ export function createPool(connectionString: string, options: DbOptions = {}): p
   pool.on('connect', (client) => {
     client.on('error', () => {});
     sendQueriesLean(client);
+    watchForSpoiling(client, spoiled);
   });
+  const spoiled = new WeakSet<pg.PoolClient>();
+  dropSpoiledOnRelease(pool, spoiled);
   return pool;
+}
+
+/** Marks the client spoiled when a query of kysely's (the promise form) fails in a way that spoils it. */
+function watchForSpoiling(client: pg.PoolClient, spoiled: WeakSet<pg.PoolClient>): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: typeof query }).query = (...args) => {
+    const result = query(...args);
+    if (result instanceof Promise)
+      result.catch((error: unknown) => {
+        if (spoilsConnection(error)) spoiled.add(client);
+      });
+    return result;
+  };
+}
+
+/**
+ * A spoiled client given back is destroyed rather than kept (pg's release with an error), so the
+ * pool never hands it out again. pg drops a client whose socket closed by itself, but not one whose
+ * server still answers, only no longer as a primary: with a fixed-size pool it would stay for good,
+ * failing every write. Through `connect()` without a callback, the form kysely uses.
+ */
+function dropSpoiledOnRelease(pool: pg.Pool, spoiled: WeakSet<pg.PoolClient>): void {
+  const connect = pool.connect.bind(pool) as (callback?: unknown) => Promise<pg.PoolClient> | undefined;
+  (pool as unknown as { connect: typeof connect }).connect = (callback) => {
+    if (callback) return connect(callback);
+    return connect()!.then((client) => {
+      const release = client.release;
+      client.release = (error?: Error | boolean) =>
+        release(error || (spoiled.has(client) ? new Error('connection spoiled') : undefined));
+      return client;
+    });
+  };
 }
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {

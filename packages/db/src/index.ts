@@ -4,6 +4,7 @@
 // package.json, so an importer loads only the repositories it uses; the precompiled lookups are
 // `@trips/db/fast-paths` (src/fast-paths/index.ts says what they rely on).
 export { createDb, createPool, migrateToLatest } from './db.ts';
+export { isDatabaseUnavailable, spoilsConnection } from './unavailable.ts';
 export { migrations } from './migrations/index.ts';
 export type * from './schema.ts';
 export { pingDatabase } from './repositories/ping.ts';

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '@trips/testkit';
-import { createPool } from '../src/index.ts';
+import { sql } from 'kysely';
+import { createDb, createPool } from '../src/index.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -42,5 +43,30 @@ test('a pool keeps the connections it opened through a quiet spell; pg alone clo
     expect(await backendPids(naive, 3)).not.toEqual(naiveBefore);
   } finally {
     await Promise.all([ours.end(), naive.end()]);
+  }
+});
+
+test('a connection whose server no longer takes writes is dropped, never handed out again; one a statement failed on is kept', async () => {
+  // A session made read-only stands for a connection to a primary demoted under it, or to the
+  // replica through a route not yet moved: every write on it fails with 25006, as long as it lives.
+  const db = createDb(t.url, { max: 1 });
+  try {
+    const pid = async () =>
+      (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(db)).rows[0]!.pid;
+    const first = await pid();
+    await sql`SELECT * FROM no_such_table`.execute(db).catch(() => {});
+    expect(await pid()).toBe(first);
+    const refused = await db
+      .transaction()
+      .execute(async (trx) => {
+        await sql`SET default_transaction_read_only = on`.execute(trx);
+        await sql`COMMIT`.execute(trx);
+        await sql`CREATE TEMP TABLE spoiled (x int)`.execute(trx);
+      })
+      .catch((error: { code?: string }) => error.code);
+    expect(refused).toBe('25006');
+    expect(await pid()).not.toBe(first);
+  } finally {
+    await db.destroy();
   }
 });
