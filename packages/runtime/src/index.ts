@@ -6,6 +6,7 @@ export { stopOnSignals } from './signals.ts';
 export { runService, type ServiceMain } from './service-main.ts';
 export { startHealthServer, portOf, type HealthChecks } from './health.ts';
 export { Loop } from './loop.ts';
+export { OutageLog } from './outage-log.ts';
 export { atMostEvery } from './throttle.ts';
 export {
   addDependencyMetric,

@@ -1,8 +1,10 @@
 import type { Logger } from './logger.ts';
+import { OutageLog } from './outage-log.ts';
 
 /**
  * Runs `work` again and again: at once while it answers more than 0 (more to do), after `idleMs`
- * when it answers 0, after a growing back-off (up to 5 s) when it fails. `kick()` ends an idle
+ * when it answers 0, after a growing back-off (up to 5 s) when it fails, logging a run of failures
+ * once (OutageLog), not every round of it. `kick()` ends an idle
  * wait early, or makes the round running now be followed at once by another. `stop()` lets the
  * current round finish (the current batch commits or rolls back whole) and resolves once it has.
  */
@@ -10,7 +12,7 @@ export class Loop {
   private readonly name: string;
   private readonly work: () => Promise<number>;
   private readonly idleMs: number;
-  private readonly logger: Logger;
+  private readonly outage: OutageLog;
   private stopping = false;
   private wake: (() => void) | undefined;
   /** kick() came while a round ran. */
@@ -23,7 +25,7 @@ export class Loop {
     this.name = name;
     this.work = work;
     this.idleMs = idleMs;
-    this.logger = logger;
+    this.outage = new OutageLog(logger, 'round failed');
   }
 
   start(): void {
@@ -49,12 +51,13 @@ export class Loop {
       try {
         const done = await this.work();
         this.lastSuccessAt = Date.now();
+        this.outage.succeeded({ loop: this.name });
         failures = 0;
         if (done > 0) delay = 0;
       } catch (error) {
         failures++;
         delay = Math.min(5_000, 100 * 2 ** Math.min(failures, 6));
-        this.logger.error({ err: error, loop: this.name, failures, retryInMs: delay }, 'round failed');
+        this.outage.failed(error, { loop: this.name, retryInMs: delay });
       }
       // A kick during the round asked for another at once: what it announced may have come too
       // late for this round to see.

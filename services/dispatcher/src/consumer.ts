@@ -1,6 +1,6 @@
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
-import { withTimeout, type Logger } from '@trips/runtime';
+import { OutageLog, withTimeout, type Logger } from '@trips/runtime';
 import { RecoveringChannel } from '@trips/runtime/amqp';
 import { ChannelAcks } from './acks.ts';
 
@@ -127,6 +127,8 @@ export class Consumer {
   private stopping = false;
   /** Handling failures in a row, for the pause before a failed message is returned. */
   private failures = 0;
+  /** Handlings failing while a dependency is away: one line per outage, not one per attempt. */
+  private readonly away: OutageLog;
   private readonly pauses = new Set<() => void>();
   private markConsuming!: () => void;
   /** Resolves the first time the consumer consumes, on whichever channel. */
@@ -135,6 +137,10 @@ export class Consumer {
   constructor(connection: AmqpConnectionManager, options: ConsumerOptions, logger: Logger) {
     this.options = options;
     this.logger = logger.child({ consumer: options.name });
+    this.away = new OutageLog(
+      this.logger,
+      'handling failed while a dependency is away; message kept and tried again',
+    );
     this.channel = new RecoveringChannel(
       connection,
       {
@@ -292,6 +298,7 @@ export class Consumer {
       try {
         const disposition = await this.options.handle(message, publisher);
         this.failures = 0;
+        this.away.succeeded();
         return disposition;
       } catch (error) {
         this.failures++;
@@ -305,10 +312,7 @@ export class Consumer {
           await this.pause(pauseMs);
           return 'retry';
         }
-        this.logger.error(
-          { err: error, messageId, pauseMs },
-          'handling failed while a dependency is away; message kept and tried again',
-        );
+        this.away.failed(error, { messageId, pauseMs });
         await this.pause(Math.min(pauseMs, giveBackAt - Date.now()));
         if (this.stopping) return 'release';
         if (Date.now() >= giveBackAt) {
