@@ -23,6 +23,10 @@ export const ERROR_CODES = {
     when: 'The `after` cursor is older than the retention window: events were lost to this reader; resync with `updated_since`.',
   },
   internal_error: { status: 500, when: 'A failure on the service side; retry later.' },
+  service_unavailable: {
+    status: 503,
+    when: 'The database is briefly out of reach (a failover); Retry-After gives the seconds to wait.',
+  },
 } as const satisfies Record<string, { status: number; when: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -19,6 +19,7 @@ const ERROR_RESPONSE_NAMES: Record<ErrorStatus, string> = {
   410: 'Gone',
   429: 'TooManyRequests',
   500: 'InternalServerError',
+  503: 'ServiceUnavailable',
 };
 
 /** A sample message per code, for the examples readers copy from. */
@@ -33,6 +34,8 @@ const EXAMPLE_MESSAGES: Record<ErrorCode, string> = {
   method_not_allowed: 'POST is not allowed here; use GET.',
   cursor_expired: 'This cursor is older than the 30 days of kept events; resync with updated_since.',
   internal_error: 'Something went wrong on our side; retry later.',
+  service_unavailable:
+    'The service is briefly unavailable; retry after the number of seconds in Retry-After.',
 };
 
 /** Every authenticated operation can fail these ways, in the order the API checks them (D1). */
@@ -43,6 +46,7 @@ const ACCESS_ERRORS: ErrorCode[] = [
   'insufficient_scope',
   'rate_limited',
   'internal_error',
+  'service_unavailable',
 ];
 // A retrieval takes no query parameters: any is a 400 naming it.
 export const RETRIEVE_ERRORS: ErrorCode[] = [...ACCESS_ERRORS, 'invalid_request', 'not_found'];
@@ -62,7 +66,7 @@ function headersFor(status: number): Record<string, Ref> {
     headers['RateLimit-Remaining'] = ref('headers', 'RateLimit-Remaining');
     headers['RateLimit-Reset'] = ref('headers', 'RateLimit-Reset');
   }
-  if (status === 429) headers['Retry-After'] = ref('headers', 'Retry-After');
+  if (status === 429 || status === 503) headers['Retry-After'] = ref('headers', 'Retry-After');
   if (status === 401) headers['WWW-Authenticate'] = ref('headers', 'WWW-Authenticate');
   return headers;
 }

@@ -84,6 +84,7 @@ test('every error code answers with the status of interface.md 7 and D1', () => 
     not_found: 404,
     rate_limited: 429,
     internal_error: 500,
+    service_unavailable: 503,
     invalid_request: 400,
     method_not_allowed: 405,
     cursor_expired: 410,

@@ -103,21 +103,22 @@ test('every authenticated operation documents the errors of access checks, each 
     ]);
     expect([path, errorCodesOf(op, '429')]).toEqual([path, ['rate_limited']]);
     expect([path, errorCodesOf(op, '500')]).toEqual([path, ['internal_error']]);
+    expect([path, errorCodesOf(op, '503')]).toEqual([path, ['service_unavailable']]);
   }
 });
 
 test('retrievals answer 400 (any query parameter) and 404, lists 400, events 400 and 410, and nothing else', () => {
   const statuses = (path: string) => Object.keys(operation(path).responses).sort();
   for (const path of ['/api/v1/trips/{id}', '/api/v1/payments/{id}', '/api/v1/contacts/{id}']) {
-    expect(statuses(path)).toEqual(['200', '400', '401', '403', '404', '429', '500']);
+    expect(statuses(path)).toEqual(['200', '400', '401', '403', '404', '429', '500', '503']);
     expect(errorCodesOf(operation(path), '400')).toEqual(['invalid_request']);
     expect(errorCodesOf(operation(path), '404')).toEqual(['not_found']);
   }
   for (const path of ['/api/v1/trips', '/api/v1/payments', '/api/v1/contacts']) {
-    expect(statuses(path)).toEqual(['200', '400', '401', '403', '429', '500']);
+    expect(statuses(path)).toEqual(['200', '400', '401', '403', '429', '500', '503']);
     expect(errorCodesOf(operation(path), '400')).toEqual(['invalid_request']);
   }
-  expect(statuses('/api/v1/events')).toEqual(['200', '400', '401', '403', '410', '429', '500']);
+  expect(statuses('/api/v1/events')).toEqual(['200', '400', '401', '403', '410', '429', '500', '503']);
   expect(errorCodesOf(operation('/api/v1/events'), '410')).toEqual(['cursor_expired']);
   expect(statuses('/api/v1/openapi.json')).toEqual(['200', '500']);
 });
@@ -136,7 +137,7 @@ test('every error response is an Error body whose examples conform, under the st
   }
 });
 
-test('every response carries Request-Id; rate-limit headers after the limiter; Retry-After on 429', () => {
+test('every response carries Request-Id; rate-limit headers after the limiter; Retry-After on 429 and 503', () => {
   for (const [path, op] of operations) {
     for (const [status, response] of Object.entries(op.responses)) {
       expect([path, status, Object.keys(deref<Response>(response).headers ?? {})]).toEqual([
@@ -154,6 +155,7 @@ test('every response carries Request-Id; rate-limit headers after the limiter; R
       'RateLimit-Reset',
     ]);
     expect(deref<Response>(op.responses['429']!).headers).toHaveProperty('Retry-After');
+    expect(deref<Response>(op.responses['503']!).headers).toHaveProperty('Retry-After');
   }
 });
 

@@ -29,11 +29,13 @@ const PG_CONNECTION_MESSAGES = [
  * Worth retrying after a pause; saying so is all a caller can do.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code;
+  // Read by shape, not instanceof: node's socket errors may come from another realm (a vm context).
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message, errors } = error as { code?: unknown; message?: unknown; errors?: unknown };
   if (typeof code === 'string' && (SERVER_GONE.test(code) || SOCKET_CODES.has(code))) return true;
-  if (error instanceof AggregateError) return error.errors.some(isDatabaseUnavailable);
-  return PG_CONNECTION_MESSAGES.some((m) => error.message.startsWith(m));
+  // A name that resolves to several addresses, none of which answered.
+  if (Array.isArray(errors)) return errors.some(isDatabaseUnavailable);
+  return typeof message === 'string' && PG_CONNECTION_MESSAGES.some((m) => message.startsWith(m));
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { ERROR_CODES, type ErrorCode } from '@trips/contracts';
-import type { Logger } from '@trips/runtime';
+import { isDatabaseUnavailable } from '@trips/db';
+import { atMostEvery, type Logger } from '@trips/runtime';
 import { redactCredentials } from './http/redact.ts';
 import { sendJson } from './http/send-json.ts';
 
@@ -44,17 +45,43 @@ function sendError(res: Response, error: ApiError): void {
 }
 
 /**
+ * Retry-After of a 503 while the database is out of reach: a failover's usual length (the failover
+ * test measures one: docs/design/postgres-failover.md), so that a client's retry finds the new primary.
+ */
+const DATABASE_RETRY_AFTER_S = 5;
+
+/** While the database is away every request fails alike: one line now and then says so. */
+const UNAVAILABLE_LOG_MS = 10_000;
+
+/**
  * Last in the chain. Our own errors map through the table; errors Express raises for bad input
- * (an undecodable path, say) are the client's and answer 400; anything else is logged with its
- * stack and answered as a bare 500 that leaks no stack, SQL or host name.
+ * (an undecodable path, say) are the client's and answer 400; the database out of reach (a
+ * failover, a restart) answers 503 with Retry-After, a condition the client waits out; anything else
+ * is logged with its stack and answered as a bare 500 that leaks no stack, SQL or host name.
  */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
+  const unavailableLogDue = atMostEvery(UNAVAILABLE_LOG_MS);
   return (error: unknown, req, res, _next) => {
     if (res.headersSent) return;
     if (error instanceof ApiError) return sendError(res, error);
     const status = (error as { status?: number; statusCode?: number }).status ?? 0;
     if (status >= 400 && status < 500) {
       return sendError(res, new ApiError('invalid_request', 'The request could not be read.'));
+    }
+    if (isDatabaseUnavailable(error)) {
+      if (unavailableLogDue())
+        logger.warn(
+          { err: error, requestId: res.getHeader('Request-Id') },
+          'database unavailable: answering 503',
+        );
+      res.setHeader('Retry-After', String(DATABASE_RETRY_AFTER_S));
+      return sendError(
+        res,
+        new ApiError(
+          'service_unavailable',
+          'The service is briefly unavailable. Please retry after Retry-After seconds.',
+        ),
+      );
     }
     logger.error(
       { err: error, requestId: res.getHeader('Request-Id'), path: redactCredentials(req.path) },

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { assertValid } from '@trips/contracts';
 import { createDb } from '@trips/db';
-import { createTestDatabase, LogCapture, type TestDatabase } from '@trips/testkit';
+import { adminUrl, createTestDatabase, LogCapture, type TestDatabase } from '@trips/testkit';
 import { createApp } from '../src/app.ts';
 import { CredentialsCache } from '../src/auth/credentials-cache.ts';
 import type { TokenBucketStore } from '../src/rate-limit/token-bucket.ts';
@@ -143,51 +143,83 @@ test('/healthz checks nothing outside the process; /readyz checks Postgres', asy
   expect((await client(api.url)('/readyz')).status).toBe(200);
 });
 
-describe('when Postgres is unreachable', () => {
-  const logs = new LogCapture();
-  const db = createDb('postgres://postgres@127.0.0.1:1/nowhere_db_host_secret', { max: 1 });
+/** The API on `db`, with a credentials cache that asks it, as the API's own does; answers its URL. */
+async function apiOn(
+  db: ReturnType<typeof createDb>,
+  logs: LogCapture,
+): Promise<{ url: string; server: Server }> {
   const noLimit: TokenBucketStore = {
     take: async () => ({ allowed: true, limit: 1, remaining: 1, resetSeconds: 0, retryAfterSeconds: 1 }),
     close: async () => {},
   };
+  const credentials = new CredentialsCache(async () => {
+    await db.selectFrom('api_keys').selectAll().execute();
+    return undefined;
+  }, 1000);
+  const app = createApp({
+    db,
+    logger: logs.logger,
+    credentials,
+    onKeyUsed: () => {},
+    rateLimits: noLimit,
+    eventRetentionMs: 86_400_000,
+    eventCursors: new EventCursors(randomBytes(32)),
+  });
+  const server = app.listen(0);
+  await new Promise((resolve) => server.once('listening', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+describe('when Postgres is unreachable', () => {
+  const logs = new LogCapture();
+  const db = createDb('postgres://postgres@127.0.0.1:1/nowhere_db_host_secret', { max: 1 });
   let url: string;
   let server: Server;
   beforeAll(async () => {
-    const credentials = new CredentialsCache(async () => {
-      await db.selectFrom('api_keys').selectAll().execute();
-      return undefined;
-    }, 1000);
-    const app = createApp({
-      db,
-      logger: logs.logger,
-      credentials,
-      onKeyUsed: () => {},
-      rateLimits: noLimit,
-      eventRetentionMs: 86_400_000,
-      eventCursors: new EventCursors(randomBytes(32)),
-    });
-    server = app.listen(0);
-    await new Promise((resolve) => server.once('listening', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ url, server } = await apiOn(db, logs));
   });
   afterAll(async () => {
     server.close();
     await db.destroy();
   });
 
-  test('a request answers a bare 500 internal_error that leaks nothing, and the error is logged', async () => {
-    const res = await client(url, own.key)('/api/v1/trips/trp_x');
-    expect(res.status).toBe(500);
-    assertValid('Error', res.body);
-    expect(res.body.error.code).toBe('internal_error');
-    expect(res.text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|nowhere|secret|postgres|at .*\.ts|stack|select/i);
-    expect(logs.text()).toMatch(/unhandled error/);
+  test('a request answers 503 service_unavailable with Retry-After, leaking nothing, and one line is logged', async () => {
+    const answers = await Promise.all([1, 2, 3].map(() => client(url, own.key)('/api/v1/trips/trp_x')));
+    for (const res of answers) {
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      assertValid('Error', res.body);
+      expect(res.body.error.code).toBe('service_unavailable');
+      expect(res.text).not.toMatch(
+        /ECONNREFUSED|127\.0\.0\.1|nowhere|secret|postgres|at .*\.ts|stack|select/i,
+      );
+    }
+    expect(logs.text().match(/database unavailable: answering 503/g)).toHaveLength(1);
   });
 
   test('/readyz says unavailable with 503 while /healthz stays 200', async () => {
     expect((await client(url)('/readyz')).status).toBe(503);
     expect((await client(url)('/healthz')).status).toBe(200);
   });
+});
+
+test('a failure that is not the database being away answers a bare 500 internal_error, logged', async () => {
+  // A database without the API's tables: every query fails, but the server answers.
+  const logs = new LogCapture();
+  const db = createDb(adminUrl, { max: 1 });
+  const { url, server } = await apiOn(db, logs);
+  try {
+    const res = await client(url, own.key)('/api/v1/trips/trp_x');
+    expect(res.status).toBe(500);
+    expect(res.headers.get('retry-after')).toBeNull();
+    assertValid('Error', res.body);
+    expect(res.body.error.code).toBe('internal_error');
+    expect(res.text).not.toMatch(/api_keys|relation|postgres|at .*\.ts|stack|select/i);
+    expect(logs.text()).toMatch(/unhandled error/);
+  } finally {
+    server.close();
+    await db.destroy();
+  }
 });
 
 test('the OpenAPI document is public and describes every read endpoint', async () => {
