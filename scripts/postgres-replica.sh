@@ -313,6 +313,8 @@ promote() {
       }
       wait_for_replica "$n" no
       pg pg_ctl promote -w -t 60 -D "$(data_of "$n")" >/dev/null
+      # When the new primary took writes, for whoever measures the failover (the test).
+      date +%s%3N >"$dir/promoted_at"
       echo "$n"
       return
     fi

@@ -98,7 +98,9 @@ describe('haproxy.sh', () => {
   test('CI: exit 1, never a skip', async () => {
     const ran = await haproxyScript({ CI: 'true' });
     expect(ran.code).toBe(1);
-    expect(ran.stderr).toMatch(/^haproxy: haproxy is missing, and CI never skips the Postgres failover tests: /);
+    expect(ran.stderr).toMatch(
+      /^haproxy: haproxy is missing, and CI never skips the Postgres failover tests: /,
+    );
   });
 });
 
