@@ -321,6 +321,21 @@ interface Fault {
         .filter(([k]) => k.endsWith('duplicate deliveries'))
         .reduce((n, [, v]) => n + v, 0),
     ]);
+    // What the services saw committed and the primary of now lacks: none with a synchronous replica.
+    const recorded = new Set(events.map((e) => e.id));
+    const lacking = (ids: string[]) => new Set(ids.filter((id) => !recorded.has(id))).size;
+    const notRecorded = verdicts.recording.violations
+      .map((v) => Number(/: (\d+) events not recorded/.exec(v)?.[1] ?? 0))
+      .reduce((a, b) => a + b, 0);
+    facts.push(['events of committed changes the new primary lacks', notRecorded]);
+    facts.push([
+      'events delivered that the new primary lacks',
+      lacking(receivers.flatMap((r) => r.requests.map((q) => String(q.headers['service-event-id'])))),
+    ]);
+    facts.push([
+      'events read that the new primary lacks',
+      lacking(readers.flatMap((r) => r.seen.map((e) => e.id))),
+    ]);
     const lines = outageLines(
       replicas.filter((r) => r.service !== 'api'),
       faults,
