@@ -99,7 +99,7 @@ export function longestDown(answers: Answer[], from: number, to: number): number
 }
 
 /** When each event was first delivered to `receiver` (a 2xx), by event id. */
-export function firstDeliveries(receiver: TestReceiver): Map<string, number> {
+function firstDeliveries(receiver: TestReceiver): Map<string, number> {
   const first = new Map<string, number>();
   for (const request of receiver.requests) {
     const id = String(request.headers['service-event-id']);

@@ -69,7 +69,9 @@ const ASYNC = process.env.POSTGRES_REPLICATION === 'async';
  * The servers are the machine's own PostgreSQL 15 binaries, and the proxy haproxy, as on Debian and
  * in CI (scripts/haproxy.sh installs it there). Elsewhere this test is skipped, saying so.
  */
-const pgBinaries = existsSync('/usr/lib/postgresql/15/bin/pg_ctl') || spawnSync('pg_config').status === 0;
+const pgBinaries =
+  existsSync(`${process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin'}/pg_ctl`) ||
+  spawnSync('bash', ['-c', 'command -v pg_config']).status === 0;
 const haproxy =
   process.env.SKIP_HAPROXY_TESTS !== '1' && spawnSync('bash', ['-c', 'command -v haproxy']).status === 0;
 const runnable = pgBinaries && haproxy;
