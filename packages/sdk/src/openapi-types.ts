@@ -180,7 +180,7 @@ export interface ApiErrorBody {
   /** What went wrong. */
   error: {
     /** Stable, machine-readable error code. */
-    code: 'unauthorized' | 'api_not_enabled' | 'subscription_inactive' | 'insufficient_scope' | 'rate_limited' | 'invalid_request' | 'not_found' | 'method_not_allowed' | 'cursor_expired' | 'internal_error';
+    code: 'unauthorized' | 'api_not_enabled' | 'subscription_inactive' | 'insufficient_scope' | 'rate_limited' | 'invalid_request' | 'not_found' | 'method_not_allowed' | 'cursor_expired' | 'internal_error' | 'service_unavailable';
     /** Human-readable explanation; may change. */
     message: string;
     /** Equal to the `Request-Id` response header; quote it to support. */
@@ -191,7 +191,7 @@ export interface ApiErrorBody {
 }
 
 /** Stable, machine-readable error codes (D1). */
-export type ErrorCode = 'unauthorized' | 'api_not_enabled' | 'subscription_inactive' | 'insufficient_scope' | 'rate_limited' | 'invalid_request' | 'not_found' | 'method_not_allowed' | 'cursor_expired' | 'internal_error';
+export type ErrorCode = 'unauthorized' | 'api_not_enabled' | 'subscription_inactive' | 'insufficient_scope' | 'rate_limited' | 'invalid_request' | 'not_found' | 'method_not_allowed' | 'cursor_expired' | 'internal_error' | 'service_unavailable';
 
 /** Something that happened to an object. The webhook body and the item of `GET /events`. */
 export interface EventOf<T extends EventType> {
