@@ -156,7 +156,7 @@ queue_leader_locator = balanced
 log.console = false
 # Debug for RabbitMQ's own messages and Ra (the quorum queues' Raft: elections, catching up, each
 # channel's 'Detected QQ leader change'), info for connections and channels: a failed failover test
-# keeps these logs, to read which node missed what (docs/operations.md, "The failover test").
+# keeps these logs, to read which node missed what (docs/design/rabbitmq.md, "The evidence").
 log.file.level = debug
 log.default.level = info
 log.connection.level = info

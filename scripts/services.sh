@@ -2,7 +2,7 @@
 # Makes sure the backing services this machine provides are up: PostgreSQL, RabbitMQ and Redis,
 # each on loopback. Starts whichever is down with the machine's own commands (Debian's), then waits
 # for it. One without Debian's package is left to the caller: test.sh and start.sh use whatever
-# answers on its port, else Docker (docs/operations.md, "Tests").
+# answers on its port, else Docker (docs/design/test-services.md).
 set -uo pipefail
 
 log() { echo "services: $*" >&2; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything from nothing and runs every test against real PostgreSQL, RabbitMQ and Redis:
-# this machine's, or containers of the run's own where the machine has none (docs/operations.md, "Tests").
+# this machine's, or containers of the run's own where the machine has none (docs/design/test-services.md).
 # Usage: bash scripts/test.sh [jest arguments; a path runs just those files]
 set -euo pipefail
 cd "$(dirname "$0")/.."

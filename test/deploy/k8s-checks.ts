@@ -1,7 +1,7 @@
 // The checks of k8s/ (test/deploy/k8s.test.ts, k8s-engines.test.ts): an overlay rendered with
 // `kubectl kustomize`, every object validated against the Kubernetes OpenAPI schemas
 // (kubernetes-models: types, enums and required fields) or, for the operators' resources, against
-// their vendored CRDs (crds.ts), and the policy of docs/operations.md for each workload: probes on
+// their vendored CRDs (crds.ts), and the policy of k8s/README.md for each workload: probes on
 // the health port, a restricted security context, requests and limits, a grace period longer than
 // the stop deadline, only settings the service reads with values its config accepts, and secrets
 // only from Secrets the overlay can count on.
@@ -217,7 +217,7 @@ export function podProblems(pod: any, d: Deployable, sources: Sources, name: str
   return problems;
 }
 
-/** Everything a service Deployment must have (docs/operations.md); answers the problems found. */
+/** Everything a service Deployment must have (k8s/README.md); answers the problems found. */
 export function deploymentProblems(dep: any, d: Deployable, sources: Sources): string[] {
   const name = `Deployment/${dep.metadata?.name}`;
   const pod = dep.spec?.template?.spec ?? {};

@@ -1,6 +1,6 @@
 // k8s/: every overlay rendered with `kubectl kustomize` (on this machine and in CI), every object
 // validated against the Kubernetes OpenAPI schemas or the operators' vendored CRDs, then the policy
-// of docs/operations.md checked on each workload (the checks are in k8s-checks.ts; the engines
+// of k8s/README.md checked on each workload (the checks are in k8s-checks.ts; the engines
 // themselves in k8s-engines.test.ts).
 import { parse } from 'yaml';
 import { deployables, readText, services, settingsRead } from './helpers.ts';

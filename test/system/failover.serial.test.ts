@@ -39,8 +39,8 @@ import { LocalRabbitCluster, type QueueState } from './rabbitmq-cluster.ts';
 // quorum queue keeps a leader and deliveries must resume, within RESUME_BOUND_MS of each fault.
 // Invariants: every recorded event delivered at least once, nothing parked, no confirmed event
 // lost, the restarted node back in every queue's membership. Serial: the cluster's three nodes take
-// the machine's cores for a while. Its history, and the mitigations its one failure led to:
-// docs/operations.md, "The failover test".
+// the machine's cores for a while. What it requires and why, and the channel replacements it
+// holds the services to: docs/design/rabbitmq.md, "The evidence".
 //   FAILOVER_CYCLES=12 flock /tmp/trips-heavy.lock bash scripts/test.sh test/system/failover.serial.test.ts
 
 /** Deliveries resume within this of a node's loss (the issue's target); the figures are printed. */
@@ -116,7 +116,7 @@ async function startServices(amqpUrl: string): Promise<void> {
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       DISPATCHER_STOP_TIMEOUT: '5s',
       // Messages a queue's old leader stranded on a consumer come back within seconds of the
-      // writers stopping, well inside the minute the test waits (docs/operations.md).
+      // writers stopping, well inside the minute the test waits (docs/design/rabbitmq.md).
       DISPATCHER_CONSUMER_IDLE_REOPEN: '5s',
     };
     replicas.push(new Replica('dispatcher', `dispatcher-${n}`, env, port));

@@ -178,7 +178,7 @@ async function startServices(): Promise<string> {
   return `http://127.0.0.1:${apiPort}`;
 }
 
-/** The trace id every service derives from an event id (docs/operations.md, "Tracing"). */
+/** The trace id every service derives from an event id (docs/design/tracing.md). */
 const traceIdOf = (eventId: string) =>
   createHash('sha256').update(`trips.event:${eventId}`).digest('hex').slice(0, 32);
 

@@ -1,5 +1,5 @@
 // AMQP_URL: the broker, or the nodes of a RabbitMQ cluster, one URL each (docs/operations.md,
-// "RabbitMQ cluster"). Every process that talks to RabbitMQ reads it here, so they all accept the
+// "Sizing"). Every process that talks to RabbitMQ reads it here, so they all accept the
 // same lists and refuse the same mistakes.
 import amqplib from 'amqplib';
 import type { EnvReader } from '@trips/runtime';

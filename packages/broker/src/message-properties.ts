@@ -5,7 +5,7 @@
 //
 // The header `captured_at` (ISO 8601, milliseconds) is when the event's change was captured in its
 // writer's transaction (for a grouped `*.updated` event, its group's first change), for the commit →
-// delivery lag (docs/operations.md). A header rather than a field of the body: the bodies' schemas
+// delivery lag (docs/design/metrics.md). A header rather than a field of the body: the bodies' schemas
 // refuse unknown fields, and a dispatcher of the previous version would park the message during a
 // rolling update; headers it does not know it ignores, and RabbitMQ keeps them through the delay
 // queues. A message without it (from a version before it, an owner's redelivery, a test event)

@@ -74,7 +74,7 @@ const KINDS: Record<SpanKindName, SpanKind> = {
  * An event's trace id and its root span's id: the first 24 bytes of SHA-256 of the event id.
  * Every service computes them alone, so the recorder's root span, a retry hours later, a delivery
  * that waited in its webhook's lane in Postgres and an owner's redelivery all join one trace
- * without any id stored beside the event (docs/operations.md, "Tracing").
+ * without any id stored beside the event (docs/design/tracing.md).
  */
 function eventRoot(eventId: string): { traceId: string; spanId: string } {
   const hex = createHash('sha256').update(`trips.event:${eventId}`).digest('hex');

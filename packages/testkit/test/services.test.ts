@@ -1,6 +1,6 @@
 // The one decision of where a test run's PostgreSQL, RabbitMQ and Redis come from (src/services/),
 // run as test.sh runs it. This machine has its services and no container runtime, so what is
-// exercised here is the local way and both failures; starting containers is not (docs/operations.md).
+// exercised here is the local way and both failures; starting containers is not (docs/design/test-services.md).
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';

@@ -5,7 +5,7 @@
 // nor undici, which an ES import of node:http brings (eslint.config.js): together a large part of
 // what the API's code held after start-up (docs/benchmarks/api.md, "Less code on the API's heap").
 // Nor, while tracing is off, OpenTelemetry's SDK: it is imported only when tracing starts
-// (docs/operations.md, "Tracing").
+// (docs/design/tracing.md).
 import { execFileSync } from 'node:child_process';
 
 interface Loaded {

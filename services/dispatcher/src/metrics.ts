@@ -5,8 +5,8 @@ import type { Outcome, Source } from './deliverer.ts';
 import type { Endpoints } from './endpoint/endpoints.ts';
 
 /**
- * The dispatcher's Prometheus metrics (docs/operations.md says what each means and what to alert
- * on). No histogram has an agency or webhook label: each series is kept by every Prometheus for as
+ * The dispatcher's Prometheus metrics (docs/design/metrics.md says what each means;
+ * docs/operations.md what each alert asks of people). No histogram has an agency or webhook label: each series is kept by every Prometheus for as
  * long as it exists, and one per webhook would grow with the customers, not with the code. Which
  * webhook is late is in the attempts log (tripctl webhook attempts), not in Prometheus.
  */
@@ -163,7 +163,7 @@ function deliveryLagMetrics(registers: Registry[]) {
  * A test event or an owner's redelivery (published straight to the deliveries queue as a first
  * attempt, packages/settings): its event may be weeks old, and its lag says nothing about ours.
  * A redelivery that had to wait in a lane is not told apart in record → delivery (rare;
- * docs/operations.md); it carries no capture time, so capture → delivery leaves it out.
+ * docs/design/metrics.md); it carries no capture time, so capture → delivery leaves it out.
  */
 function ownerRequested(delivery: DeliveryMessage, source: Source): boolean {
   return (

@@ -1,4 +1,4 @@
-// The dispatcher's part of an event's trace (docs/operations.md, "Tracing"): `event.fan_out`, the
+// The dispatcher's part of an event's trace (docs/design/tracing.md): `event.fan_out`, the
 // consumption of the recorder's message, child of its `event.publish` (the context comes in the
 // message's headers), and one `webhook.attempt` per attempt, child of the fan-out for a first
 // attempt and of the failed attempt for a retry (whose message carries that attempt's context

@@ -12,10 +12,10 @@ interface RecordedBatch {
 }
 
 /**
- * The recorder's Prometheus metrics (docs/operations.md says what each means and what to alert
- * on). The lag histograms carry no agency label, nor the event type: each series is kept by every
+ * The recorder's Prometheus metrics (docs/design/metrics.md says what each means;
+ * docs/operations.md what each alert asks of people). The lag histograms carry no agency label, nor the event type: each series is kept by every
  * Prometheus for as long as it exists, and one per agency would grow with the customers, not with
- * the code (docs/operations.md, "Why the histograms have no agency label").
+ * the code (docs/design/metrics.md, "Why no agency label").
  */
 export function recorderMetrics(registry: Registry, db: Kysely<Database>) {
   const registers = [registry];

@@ -1,4 +1,4 @@
-// The recorder's part of an event's trace (docs/operations.md, "Tracing"): `event.record`, the
+// The recorder's part of an event's trace (docs/design/tracing.md): `event.record`, the
 // trace's root, from the change's capture in its writer's transaction to the commit of the batch
 // that recorded the event; then `event.publish`, from the publish to RabbitMQ's confirm, whose
 // context goes in the message's headers for the dispatcher. Called only while tracing is on.

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 // When an event's change was captured in its writer's transaction, carried past the recorder for
-// the commit → publish and commit → delivery histograms (docs/operations.md, "An event's journey").
+// the commit → publish and commit → delivery histograms (docs/design/metrics.md, "Where each lag starts").
 // Two places read an event's delivery back from Postgres rather than from a message: the publisher
 // takes events from events_unpublished, after a crash too, and a dispatcher takes a delivery that
 // waited in its webhook's lane from held_deliveries. Each row keeps the capture time beside it,

@@ -10,7 +10,7 @@ export class NoTestServices extends Error {
       `test services: ${found}.\n` +
         'Either start PostgreSQL, RabbitMQ and Redis (on Debian `bash scripts/services.sh`; anywhere with Docker ' +
         '`docker compose up -d postgres rabbitmq redis`), or start Docker, and the tests run them in containers ' +
-        'of their own (TEST_SERVICES=local or containers forces one way; docs/operations.md, "Tests").',
+        'of their own (TEST_SERVICES=local or containers forces one way; docs/design/test-services.md).',
     );
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The images the tests run in containers when this machine has no PostgreSQL, RabbitMQ or Redis of
- * its own (docs/operations.md, "Tests"). The versions are the ones the platform supports and
+ * its own (docs/design/test-services.md). The versions are the ones the platform supports and
  * docker-compose.yml runs; RabbitMQ without the management plugin, which the tests never use.
  * test/deploy/compose.test.ts keeps them in step with docker-compose.yml.
  */
