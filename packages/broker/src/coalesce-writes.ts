@@ -5,8 +5,8 @@ import type { Socket } from 'node:net';
  *
  * amqplib writes each frame set (a publish, an ack) to its socket on its own, and on a socket that
  * can take them each write is a system call: a publisher confirming a chunk of twenty events made
- * twenty, and on loopback each one also runs RabbitMQ's side of the delivery in the caller's time
- * (docs/benchmarks.md, "Pipeline"). Corked on the first write of a tick and uncorked on the next
+ * twenty, and on loopback each one also runs RabbitMQ's side of the delivery in the caller's time.
+ * Corked on the first write of a tick and uncorked on the next
  * tick, the socket hands the tick's frames to the kernel together (one writev), in the order they
  * were written; nothing waits longer than the tick it was written in.
  *

@@ -51,9 +51,10 @@ export interface QueueLimits {
 
 /**
  * The queues' bounds. The same on every dispatcher, as RabbitMQ refuses to declare a queue again
- * with other arguments. Events: a small fraction of a second of fan-out even on a busy machine
- * (docs/benchmarks.md, bench:fairness). Retries: far more than any normal day's failures, well
- * below what a broker holds in memory.
+ * with other arguments. Events: a small fraction of a second of fan-out even on a busy machine, so
+ * that a bulk import waits in Postgres, where the recorder takes agencies in turn, rather than in
+ * the queue ahead of every other agency's events. Retries: far more than any normal day's failures,
+ * well below what a broker holds in memory.
  */
 export const QUEUE_LIMITS: QueueLimits = { events: 20, retry: 100_000 };
 

@@ -67,8 +67,7 @@ let compiled: Record<SchemaName, ValidateFunction> | undefined;
  *
  * Not on import: most importers of this package (the API above all) only need its types and
  * constants, and ajv with every validator compiled stayed on their heap for good, a sizeable part
- * of the API's (docs/benchmarks/api.md, "Less code on the API's heap"). ajv itself is required
- * here for the same reason.
+ * of the API's. ajv itself is required here for the same reason.
  */
 function validators(): Record<SchemaName, ValidateFunction> {
   if (compiled) return compiled;
@@ -93,9 +92,8 @@ function validators(): Record<SchemaName, ValidateFunction> {
 }
 
 /**
- * Compiles every schema now instead of on the first validation, which takes a while (the time:
- * docs/benchmarks/api.md, "Less code on the API's heap"): for a service that validates on its hot
- * path (the dispatcher, each broker message), so its first message does not wait for it and a
+ * Compiles every schema now instead of on the first validation, which takes a while: for a service
+ * that validates on its hot path (the dispatcher, each broker message), so its first message does not wait for it and a
  * broken schema stops the service at start.
  */
 export function compileValidators(): void {

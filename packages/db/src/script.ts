@@ -11,7 +11,7 @@ export type Statement = Pick<CompiledQuery, 'sql' | 'parameters'>;
  * Several statements sent as one message and answered together: one round trip for all of them,
  * where each statement on its own costs one (Postgres' simple query protocol). The recorder's
  * batches are scripts: on a busy machine the round trips were most of what a batch cost, in the
- * recorder and in its Postgres backend alike (docs/benchmarks.md, "Pipeline").
+ * recorder and in its Postgres backend alike.
  *
  * The simple protocol carries no parameters, so each statement's parameters are written into its
  * text as literals (`inline`). Statements run in order, each seeing the ones before; the first

@@ -26,8 +26,7 @@ const REDACT = [
 /**
  * Standard output, written 4 KiB at a time. pino's default writes each line, or the few gathered
  * while the last write was out, with a thread-pool call of its own: under load the API's log cost
- * it CPU per request over LOG_LEVEL=warn that written in blocks it mostly no longer does
- * (docs/benchmarks/api.md, "Runs with the log written in blocks"). A quiet service's lines wait at
+ * it CPU per request over LOG_LEVEL=warn that written in blocks it mostly no longer does. A quiet service's lines wait at
  * most LOG_FLUSH_MS. pino flushes the rest synchronously when the process exits, however it
  * exits, short of SIGKILL.
  */

@@ -45,8 +45,7 @@ export interface ApiDependencies {
  * Routes are added straight to the app or to the one /api/v1 router rather than each group to a
  * Router of its own: a request that passes through a nested Router without a match leaves it by
  * setImmediate, so every API request used to wait two extra turns of the event loop (probes,
- * docs), and a GET /events three more, besides the Router's per-request allocations
- * (docs/benchmarks/api.md, "Run after the changes below", step 1).
+ * docs), and a GET /events three more, besides the Router's per-request allocations.
  */
 export function createApp(deps: ApiDependencies): Express {
   const app = express();

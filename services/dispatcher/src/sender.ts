@@ -85,7 +85,7 @@ export interface DeliveryRequest {
  *
  * Node's own https.request, not an HTTP client library: an attempt needs none of a library's
  * features (redirects, retries, decompression, hooks), and got cost more CPU per delivery than
- * everything else the dispatcher does for it (docs/benchmarks/dispatcher.md).
+ * everything else the dispatcher does for it.
  */
 export class Sender {
   private readonly agent: HttpsAgent;
@@ -98,8 +98,7 @@ export class Sender {
     // The extra CA goes into one TLS context made here and given to the agent, not into each
     // request's options: https.Agent names its socket pools after the TLS options of every request,
     // `ca` included, so a CA list passed per request (the system's ~120 roots plus ours) was joined
-    // into one long string on every delivery, a large share of the dispatcher's CPU in the benchmark
-    // (docs/benchmarks/dispatcher.md, "What was changed for speed", step 1).
+    // into one long string on every delivery, a large share of the dispatcher's CPU.
     // secureContext is not part of that name. Trusted: the system's roots and the extra CA, as before.
     const secureContext = options.ca
       ? createSecureContext({ ca: [...rootCertificates, options.ca] })

@@ -28,7 +28,7 @@ const MAX_BATCH = 500;
 /**
  * How long a finished attempt waits for others before they are recorded together. At a steady
  * rate attempts finish a few at a time, and each recording was a statement and a commit of its
- * own; waiting this long gathers several into one (docs/benchmarks.md, "Pipeline"). Only the
+ * own; waiting this long gathers several into one. Only the
  * message's ack and the attempts log wait: the receiver has its delivery already.
  */
 const RECORD_LINGER_MS = 10;

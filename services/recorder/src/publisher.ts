@@ -32,8 +32,7 @@ export const MIN_WINDOW = 16;
 export const PUBLISH_CHUNK = 20;
 /**
  * The chunk while the queue takes whole batches (the window at the batch size): with a confirm
- * round trip per chunk of 20, publishing fell behind recording when nothing was full
- * (docs/benchmarks/recorder.md). The first refusal after such a calm puts at most this many events
+ * round trip per chunk of 20, publishing fell behind recording when nothing was full. The first refusal after such a calm puts at most this many events
  * ahead of the next agency's, once; refusals then shrink the window, and chunks are PUBLISH_CHUNK
  * until whole batches go again.
  */
@@ -58,7 +57,7 @@ export interface PublisherOptions {
 /**
  * A publish batch opened in the last round trip of a recorder's batch, after its COMMIT, on the
  * same connection (Recorder.runBatch): the events just recorded go out without a round trip to
- * open the batch, nor a second read of their rows (docs/benchmarks.md, "Pipeline").
+ * open the batch, nor a second read of their rows.
  */
 export interface PublishOpening {
   /** BEGIN, try PUBLISH_LOCK, the seqs at the head of events_unpublished: to follow a COMMIT. */

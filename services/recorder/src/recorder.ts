@@ -85,7 +85,7 @@ const HOUR_MS = 3_600_000;
  *
  * A batch is two round trips to Postgres, each a script (@trips/db/script): one opens the
  * transaction, takes the lock and reads the outbox's head; the other writes everything and
- * commits. Round trips were most of what a batch cost (docs/benchmarks.md, "Pipeline"), so the
+ * commits. Round trips were most of what a batch cost, so the
  * second one also opens the publisher's batch for the events it records, when the publisher is
  * free to take one (Publisher.open): that batch goes on, on the same connection, after runBatch
  * has answered, and the recorder's next batch does not wait for RabbitMQ's confirms.

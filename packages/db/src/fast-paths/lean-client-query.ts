@@ -42,7 +42,7 @@ function scriptResult(results: pg.QueryResult[]): Pick<pg.QueryResult, 'command'
 /**
  * How this client sends `query(text, values)`, the form kysely uses; calls with a callback or a
  * config object go to pg unchanged (a caller may reuse its config, and pg would store a callback
- * on it). Three changes, the first two measured (the figures: docs/benchmarks/dispatcher.md and api.md):
+ * on it). Three changes, the first two measured by `pnpm bench:dispatcher` and `pnpm bench:api`:
  *
  * - **Marked statements are prepared**, named by `preparedName`: Postgres parses and plans them
  *   once per connection instead of on every call. For the dispatcher's batched statements that

@@ -15,14 +15,13 @@ import type { Database } from '../schema.ts';
 
 // The read API's hot lookups (GET /trips/{id}, /payments/{id}, /contacts/{id}) with their SQL
 // compiled once, instead of built and compiled by kysely on every request, which was a large share
-// of the API's CPU per request (docs/benchmarks/api.md, "Where the time went before the changes",
-// and step 2 of "What changed between the runs of 06:30 and 07:46"). The SQL is the one findTrip,
+// of the API's CPU per request. The SQL is the one findTrip,
 // findPayment and findContact build: each runs once against a database that records its query
 // instead of running it, with stand-ins for the parameters. So the two cannot drift apart.
 //
 // Each is also marked to be prepared (lean-client-query.ts): Postgres then parses and plans the
 // lookup once per connection rather than on every request, which was most of what the lookup
-// cost the database (docs/benchmarks/api.md, "Prepared lookups and a lighter paced client").
+// cost the database.
 
 /** Stand-ins that mark where each parameter goes; only their identity matters. */
 const AGENCY_ID = Object.freeze({ stands_for: 'agencyId' }) as unknown as string;

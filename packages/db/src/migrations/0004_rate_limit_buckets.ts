@@ -1,8 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 
 // Token buckets for RATE_LIMIT_STORE=postgres, the alternative to Redis for deployments without
-// it (the default store is chosen by measurement, docs/benchmarks/api.md, "Conclusions of the runs
-// of 07:46 and 07:58"). UNLOGGED: a bucket is worth nothing after a crash, and skipping the WAL
+// it (Redis is the default: it keeps the tokens out of the database, and renewing a lease there
+// takes no pool connection). UNLOGGED: a bucket is worth nothing after a crash, and skipping the WAL
 // makes each request's update cheaper.
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`

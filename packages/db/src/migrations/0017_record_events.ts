@@ -3,8 +3,8 @@ import { sql, type Kysely } from 'kysely';
 // The recorder's heaviest statement as a function (repositories/events.ts, recordEvents): records
 // a batch's events, then one `<object>.updated` per group now due, each also queued for publishing.
 // As a statement of its own, sent as text in the recorder's script, Postgres parsed, analysed and
-// planned it anew for every batch, the largest part of what the recorder's backends spent
-// (docs/benchmarks.md, "Pipeline"). PL/pgSQL keeps its plan for the session, and the script's text
+// planned it anew for every batch, the largest part of what the recorder's backends spent.
+// PL/pgSQL keeps its plan for the session, and the script's text
 // shrinks to a call. The body is the statement as it was; why each part is as it is, is in
 // recordEvents. Frozen: a change is a new migration that replaces the function.
 export async function up(db: Kysely<any>): Promise<void> {

@@ -7,7 +7,7 @@ export const SIGNATURE_HEADER = 'service-signature';
 export function signatureBytes(secret: string, timestamp: number, body: string | Uint8Array): Buffer {
   // The key is given as the string, which Node encodes as UTF-8: the same bytes as
   // Buffer.from(secret, 'utf8'), but Node 24 sets up an HMAC from a Buffer key several times
-  // slower than from a string (see docs/benchmarks.md, "SDK"), and verifying runs this per secret.
+  // slower than from a string, and verifying runs this per secret.
   return createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest();
 }
 

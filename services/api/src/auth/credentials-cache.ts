@@ -13,8 +13,7 @@ interface Entry {
 /**
  * How the cache names a key: SHA-256 of it (what api_keys.hash stores, see hashApiKey) in base64. One call into
  * OpenSSL that returns the string the cache looks up, where a Hash object, its digest Buffer and
- * that Buffer's base64 cost a request several times as much (docs/benchmarks/api.md, "Run after the
- * changes below", step 3).
+ * that Buffer's base64 cost a request several times as much.
  */
 export const keyHashOf = (key: string): string => hash('sha256', key, 'base64');
 

@@ -9,9 +9,7 @@ let offset = pool.length;
 /**
  * `req_` and 96 random bits. The random bytes are drawn from the CSPRNG for 512 ids at a time
  * (the way crypto.randomUUID caches its entropy): one call into OpenSSL per request showed in the
- * benchmark's profile; a slice of this pool costs a small fraction of that (docs/benchmarks/api.md,
- * "Where the time went before the changes", and step 3 of "What changed between the runs of 06:30
- * and 07:46").
+ * benchmark's profile; a slice of this pool costs a small fraction of that.
  */
 export function newRequestId(): string {
   if (offset === pool.length) {

@@ -10,9 +10,8 @@ export const JSON_CONTENT_TYPE = 'application/json';
 /**
  * Answers `body` as JSON, with the Content-Length in bytes and no body for HEAD, as a Buffer rather
  * than a string. With ETags off, Express keeps a body under 1 000 characters a string, and Node
- * writes the head and the body as one string. As a Buffer, the API spent less CPU per
- * GET /trips/{id} at an even pace in both of two A/B runs (docs/benchmarks/api.md, "Back on the
- * AMD machine, quiet at first", JSON as a Buffer).
+ * writes the head and the body as one string. As a Buffer, the API spends less CPU per
+ * GET /trips/{id} at an even pace (`pnpm bench:api`, side by side with the string).
  */
 export function sendJson(res: Response, body: unknown): void {
   sendJsonBytes(res, Buffer.from(JSON.stringify(body)));
