@@ -1,5 +1,7 @@
 // One approach for the whole repo: ESM jest (node --experimental-vm-modules) with @swc/jest stripping
-// types. ESM because got is ESM-only; swc because it is fast and needs no type check (tsc does that).
+// types. ESM because kysely and commander ship only as ES modules (so do got, in the SSRF guard's
+// test, and kubernetes-models, in the deploy checks), which jest's CommonJS mode cannot load; swc
+// because it is fast and needs no type check (tsc does that).
 const swc = [
   '@swc/jest',
   { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } },

@@ -63,7 +63,10 @@ export function addressKind(ip: string): 'loopback' | 'private' | 'link-local' |
   return 'non-public';
 }
 
-/** A delivery refused because its destination is not public. `code` is what got copies onto its RequestError. */
+/**
+ * A delivery refused because its destination is not public. `code` is how the dispatcher's sender
+ * tells it from other failures: Node's request fails with the error its `lookup` gave.
+ */
 export class SsrfBlocked extends Error {
   readonly code = 'ssrf_blocked';
   readonly host: string;
