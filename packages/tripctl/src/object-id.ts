@@ -3,8 +3,8 @@ import { Argument, Option, type Command } from 'commander';
 // Every command that acts on one object (agency update, key revoke, webhook disable, user
 // set-password …) takes that object's id the same way: as its first argument, like kubectl and
 // the Stripe CLI (`tripctl key revoke key_…`), or as `--id key_…`, the form the webhook commands
-// first had, so that scripts written either way keep working (docs/settings.md, "tripctl").
-// Options such as `--agency` name the object's parent, never the object itself.
+// first had, so that scripts written either way keep working (docs/settings.md, "How tripctl
+// takes ids"). Options such as `--agency` name the object's parent, never the object itself.
 
 type Parse = (value: string) => string;
 
