@@ -1,7 +1,11 @@
 // Creates the database named in DATABASE_URL if it does not exist yet (first start on a machine).
 import pg from 'pg';
+import { EnvReader } from '@trips/runtime';
 
-const target = new URL(process.env.DATABASE_URL ?? 'postgres://localhost:5432/trips');
+const env = new EnvReader();
+const databaseUrl = env.read('DATABASE_URL');
+env.done();
+const target = new URL(databaseUrl);
 const name = decodeURIComponent(target.pathname.slice(1));
 const admin = new URL(target);
 admin.pathname = '/postgres';

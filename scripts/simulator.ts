@@ -16,11 +16,11 @@ import { createActivity, type CommittedChange } from '@trips/testkit';
 
 const env = new EnvReader();
 const { databaseUrl } = readCommonConfig(env);
-const agencyId = env.string('SIMULATOR_AGENCY', '');
-const intervalMs = env.duration('SIMULATOR_INTERVAL', '3s');
+const agencyId = env.readOwn('SIMULATOR_AGENCY', { kind: 'text', default: '' });
+const intervalMs = env.readOwn('SIMULATOR_INTERVAL', { kind: 'duration', default: '3s' });
 /** The recorder's grouping delays, read from the same variables, to say when a *.updated event comes. */
-const quietMs = env.duration('EVENT_GROUP_QUIET', '1m');
-const maxMs = env.duration('EVENT_GROUP_MAX', '5m');
+const quietMs = env.read('EVENT_GROUP_QUIET');
+const maxMs = env.read('EVENT_GROUP_MAX');
 env.check(/^agy_/.test(agencyId), `SIMULATOR_AGENCY must be the demo agency's id (agy_…), got '${agencyId}'`);
 env.done();
 

@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DockerfileParser } from 'dockerfile-ast';
-import { ConfigError } from '@trips/runtime';
+import { ConfigError, SETTINGS } from '@trips/runtime';
 import { readConfig as apiConfig } from '../../services/api/src/config.ts';
 import { readConfig as recorderConfig } from '../../services/recorder/src/config.ts';
 import { readConfig as dispatcherConfig } from '../../services/dispatcher/src/config.ts';
@@ -41,8 +41,8 @@ export const deployables: Record<'api' | 'recorder' | 'dispatcher' | 'migrate', 
     target: 'api',
     extraArgs: [],
     parse: (env) => apiConfig(env),
-    health: { env: 'PORT', default: 3000 },
-    stopDeadline: { env: 'API_SHUTDOWN_DEADLINE', default: '20s' },
+    health: { env: 'PORT', default: SETTINGS.PORT.default },
+    stopDeadline: { env: 'API_SHUTDOWN_DEADLINE', default: SETTINGS.API_SHUTDOWN_DEADLINE.default },
     required: ['DATABASE_URL', 'REDIS_URL'],
   },
   recorder: {
@@ -50,8 +50,8 @@ export const deployables: Record<'api' | 'recorder' | 'dispatcher' | 'migrate', 
     target: 'recorder',
     extraArgs: [],
     parse: (env) => recorderConfig(env),
-    health: { env: 'RECORDER_HEALTH_PORT', default: 3001 },
-    stopDeadline: { env: 'RECORDER_STOP_TIMEOUT', default: '20s' },
+    health: { env: 'RECORDER_HEALTH_PORT', default: SETTINGS.RECORDER_HEALTH_PORT.default },
+    stopDeadline: { env: 'RECORDER_STOP_TIMEOUT', default: SETTINGS.RECORDER_STOP_TIMEOUT.default },
     required: ['DATABASE_URL', 'AMQP_URL'],
   },
   dispatcher: {
@@ -59,8 +59,8 @@ export const deployables: Record<'api' | 'recorder' | 'dispatcher' | 'migrate', 
     target: 'dispatcher',
     extraArgs: [],
     parse: (env) => dispatcherConfig(env),
-    health: { env: 'DISPATCHER_HEALTH_PORT', default: 3002 },
-    stopDeadline: { env: 'DISPATCHER_STOP_TIMEOUT', default: '20s' },
+    health: { env: 'DISPATCHER_HEALTH_PORT', default: SETTINGS.DISPATCHER_HEALTH_PORT.default },
+    stopDeadline: { env: 'DISPATCHER_STOP_TIMEOUT', default: SETTINGS.DISPATCHER_STOP_TIMEOUT.default },
     required: ['DATABASE_URL', 'AMQP_URL'],
   },
   migrate: {
@@ -79,15 +79,24 @@ export const services = ['api', 'recorder', 'dispatcher'] as const;
  * environment, so the list can never drift from config.ts.
  */
 export function settingsRead(d: Deployable): Set<string> {
+  return namesRead(d.parse);
+}
+
+/**
+ * The names `parse` reads from the environment it is given, each set as `values` says (unset
+ * otherwise); a parse that refuses what it read still tells every name it read.
+ */
+export function namesRead(parse: (env: Env) => unknown, values: Env = {}): Set<string> {
   const read = new Set<string>();
   const env = new Proxy({} as Env, {
     get(_target, name) {
-      if (typeof name === 'string') read.add(name);
-      return undefined;
+      if (typeof name !== 'string') return undefined;
+      read.add(name);
+      return values[name];
     },
   });
   try {
-    d.parse(env);
+    parse(env);
   } catch (error) {
     // A setting with no default (tripctl's DATABASE_URL) is refused once every name has been read.
     if (!(error instanceof ConfigError)) throw error;

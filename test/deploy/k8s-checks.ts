@@ -10,6 +10,7 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
+import { SETTINGS, type Setting } from '@trips/runtime';
 import { crdProblems } from './crds.ts';
 import { durationMs, readText, root, settingsRead, type Deployable } from './helpers.ts';
 
@@ -94,7 +95,12 @@ export async function schemaProblems(object: Obj): Promise<string[]> {
 }
 
 export const secretKeys = Object.keys(parse(readText('k8s/secret.example.yaml')).stringData);
-export const secretSettings = new Set(['DATABASE_URL', 'AMQP_URL', 'SMTP_URL', 'REDIS_URL']);
+/** The settings the table marks secret: they come from a Secret, never a ConfigMap or a literal. */
+export const secretSettings = new Set(
+  Object.entries(SETTINGS as Record<string, Setting>)
+    .filter(([, setting]) => setting.secret)
+    .map(([name]) => name),
+);
 const placeholders: Record<string, string> = {
   DATABASE_URL: 'postgres://trips:x@postgres:5432/trips',
   AMQP_URL: 'amqps://trips:x@rabbitmq:5671',

@@ -1,34 +1,16 @@
-// AMQP_URL: the broker, or the nodes of a RabbitMQ cluster, one URL each (docs/operations.md,
-// "Sizing"). Every process that talks to RabbitMQ reads it here, so they all accept the
-// same lists and refuse the same mistakes.
+// AMQP_URL: the broker, or the nodes of a RabbitMQ cluster, one URL each, tried in turn
+// (docs/operations.md, "Sizing"). Every process that talks to RabbitMQ reads it here, so they all
+// accept the same lists and refuse the same mistakes.
 import amqplib from 'amqplib';
 import type { EnvReader } from '@trips/runtime';
 
-export const DEFAULT_AMQP_URL = 'amqp://guest:guest@localhost:5672';
-
 /**
  * AMQP_URL as a list: one URL, or several separated by commas (a comma inside a password is
- * written %2C). Every URL is checked at start; a problem names the URL's position, never the URL,
- * which holds a password.
+ * written %2C). Every URL is checked at start by the settings table's rule; a problem names the
+ * URL's position, never the URL, which holds a password.
  */
 export function readAmqpUrls(env: EnvReader): string[] {
-  const urls = env
-    .string('AMQP_URL', DEFAULT_AMQP_URL)
-    .split(',')
-    .map((url) => url.trim());
-  urls.forEach((url, index) => {
-    const which = urls.length > 1 ? `AMQP_URL's URL ${index + 1} of ${urls.length}` : 'AMQP_URL';
-    if (url === '') return env.check(false, `${which} is empty: separate the nodes' URLs with single commas`);
-    let protocol: string;
-    try {
-      protocol = new URL(url).protocol;
-    } catch {
-      return env.check(false, `${which} is not a URL`);
-    }
-    env.check(['amqp:', 'amqps:'].includes(protocol), `${which} must use amqp: or amqps: (got ${protocol})`);
-  });
-  env.check(new Set(urls).size === urls.length, 'AMQP_URL names the same URL twice');
-  return urls;
+  return env.read('AMQP_URL');
 }
 
 /** Where a URL points, without its credentials: for logs and errors. */

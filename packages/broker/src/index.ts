@@ -18,7 +18,7 @@ export {
   eventMessageProperties,
   type RecordedEvent,
 } from './message-properties.ts';
-export { brokerAddress, connectToFirst, DEFAULT_AMQP_URL, readAmqpUrls } from './amqp-urls.ts';
+export { brokerAddress, connectToFirst, readAmqpUrls } from './amqp-urls.ts';
 export {
   addressKind,
   createSsrfGuard,

@@ -1,6 +1,14 @@
 export { parseDuration, formatDuration, describeDuration } from './duration.ts';
 export { isCalendarTime } from './calendar.ts';
 export { ConfigError, EnvReader, readCommonConfig } from './env.ts';
+export {
+  SETTINGS,
+  SETTING_SECTIONS,
+  type Reader,
+  type ReadableName,
+  type Setting,
+  type SettingName,
+} from './settings-table/index.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { stopOnSignals } from './signals.ts';
 export { runService, type ServiceMain } from './service-main.ts';

@@ -1,4 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { SETTINGS } from './settings-table/index.ts';
 
 export type { Logger };
 
@@ -26,16 +27,16 @@ const REDACT = [
 /**
  * Standard output, written 4 KiB at a time. pino's default writes each line, or the few gathered
  * while the last write was out, with a thread-pool call of its own: under load the API's log cost
- * it CPU per request over LOG_LEVEL=warn that written in blocks it mostly no longer does. A quiet service's lines wait at
- * most LOG_FLUSH_MS. pino flushes the rest synchronously when the process exits, however it
- * exits, short of SIGKILL.
+ * it CPU per request over LOG_LEVEL=warn that written in blocks it mostly no longer does. A quiet
+ * service's lines wait at most LOG_FLUSH_MS. pino flushes the rest synchronously when the process
+ * exits, however it exits, short of SIGKILL.
  */
 const LOG_BUFFER_BYTES = 4096;
 const LOG_FLUSH_MS = 200;
 
 export function createLogger(
   name: string,
-  level = process.env.LOG_LEVEL ?? 'info',
+  level: string = process.env.LOG_LEVEL ?? SETTINGS.LOG_LEVEL.default,
   destination: DestinationStream = pino.destination({
     dest: 1,
     sync: false,

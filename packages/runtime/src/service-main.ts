@@ -1,5 +1,6 @@
 import { ConfigError } from './env.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { SETTINGS } from './settings-table/index.ts';
 import { stopOnSignals } from './signals.ts';
 import { readTracingConfig, startTracing, stopTracing, type TracingConfig } from './tracing.ts';
 
@@ -29,7 +30,7 @@ export async function runService<Config extends { logLevel: string }>(
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     // LOG_LEVEL itself may be what is wrong: this line is written at the default level.
-    createLogger(main.name, 'info').fatal(error.message);
+    createLogger(main.name, SETTINGS.LOG_LEVEL.default).fatal(error.message);
     process.exit(1);
   }
   const logger = createLogger(main.name, config.logLevel);

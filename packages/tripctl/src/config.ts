@@ -22,7 +22,7 @@ const MISSING_DATABASE_URL =
  */
 export function readConfig(env: Env): Readonly<TripctlConfig> {
   const reader = new EnvReader(env);
-  reader.check(reader.optionalString('DATABASE_URL') !== undefined, MISSING_DATABASE_URL);
+  reader.check(reader.isSet('DATABASE_URL'), MISSING_DATABASE_URL);
   const { databaseUrl } = readCommonConfig(reader);
   reader.done();
   return Object.freeze({ databaseUrl });
@@ -31,7 +31,8 @@ export function readConfig(env: Env): Readonly<TripctlConfig> {
 /** The API's address on this machine, for the demo's curl line: PORT as the API reads it (D9). */
 export function defaultBaseUrl(env: Env): string {
   const reader = new EnvReader(env);
-  const port = reader.int('PORT', 3000, { min: 1, max: 65_535 });
+  const port = reader.read('PORT');
+  reader.check(port !== 0, 'PORT is 0, a free port the API picks: give the address with --base-url');
   reader.done();
   return `http://localhost:${port}`;
 }
@@ -54,9 +55,9 @@ export function readBrokerConfig(env: Env): Readonly<BrokerConfig> {
   const reader = new EnvReader(env);
   const config = {
     amqpUrls: readAmqpUrls(reader),
-    amqpPrefix: reader.string('AMQP_PREFIX', ''),
-    eventRetentionMs: reader.duration('EVENT_RETENTION', '30d'),
-    allowPrivateNetworks: reader.bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    amqpPrefix: reader.read('AMQP_PREFIX'),
+    eventRetentionMs: reader.read('EVENT_RETENTION'),
+    allowPrivateNetworks: reader.read('WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
   };
   reader.done();
   return Object.freeze(config);

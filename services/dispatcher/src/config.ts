@@ -3,64 +3,54 @@ import { readAmqpUrls } from '@trips/broker';
 import { EnvReader, readCommonConfig } from '@trips/runtime';
 
 /**
- * The dispatcher's settings, read once from the environment: decisions.md D9 plus the DISPATCHER_*
- * settings documented in docs/webhooks.md. Fails, naming every bad variable, before any connection
- * is opened. Every timing rule of spec 6 is one value here, so tests run them in seconds.
+ * The dispatcher's settings, read once from the environment. Each variable's default, limits and
+ * meaning are its row in @trips/runtime's settings table; the rules between settings are here.
+ * Fails, naming every bad variable, before any connection is opened. Every timing rule of spec 6
+ * is one value here, so tests run them in seconds.
  */
 export function readConfig(source: Record<string, string | undefined> = process.env) {
   const env = new EnvReader(source);
-  const caFile = env.optionalString('WEBHOOK_CA_FILE');
+  const caFile = env.read('WEBHOOK_CA_FILE');
   const config = {
     ...readCommonConfig(env),
-    /** The broker, or every node of a cluster (AMQP_URL, comma-separated), tried in turn. */
     amqpUrls: readAmqpUrls(env),
     /** Prepended to exchange and queue names; tests use a random one per file. */
-    amqpPrefix: env.string('AMQP_PREFIX', ''),
-    /** Owners' e-mails go out through this; unset, they are written to the log instead. */
-    smtpUrl: env.url('SMTP_URL', undefined, ['smtp:', 'smtps:']),
-    mailFrom: env.string('MAIL_FROM', 'Trip Service <webhooks@trips.invalid>'),
-    /** Where owners manage webhooks; named in the switch-off e-mail. */
-    settingsUrl: env.string('SETTINGS_URL', 'http://localhost:3000/settings'),
-    /** After a failed attempt, wait these in turn; the last one repeats (spec 6.3: 1m … 6h, then 24h). */
-    retryDelaysMs: env.durations('WEBHOOK_RETRY_DELAYS', '1m,5m,30m,2h,6h,24h'),
-    /** Retries stop this long after a delivery first failed; a webhook with no 2xx for this long is switched off (spec 3.3). */
-    failureWindowMs: env.duration('WEBHOOK_FAILURE_WINDOW', '3d'),
-    /** The whole answer must arrive within this (spec 4.4: 10 seconds). */
-    timeoutMs: env.duration('WEBHOOK_TIMEOUT', '10s'),
-    /** Development and tests only: allow loopback and private addresses (D7). */
-    allowPrivateNetworks: env.bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
-    /** An extra CA to trust besides the system's (a local HTTPS receiver in tests). */
+    amqpPrefix: env.read('AMQP_PREFIX'),
+    smtpUrl: env.read('SMTP_URL'),
+    mailFrom: env.read('MAIL_FROM'),
+    settingsUrl: env.read('SETTINGS_URL'),
+    retryDelaysMs: env.read('WEBHOOK_RETRY_DELAYS'),
+    failureWindowMs: env.read('WEBHOOK_FAILURE_WINDOW'),
+    timeoutMs: env.read('WEBHOOK_TIMEOUT'),
+    allowPrivateNetworks: env.read('WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
     caFile,
     ca: caFile ? readCa(caFile, env) : undefined,
-    /** Attempts log entries are kept this long (the same window as GET /events). */
-    retentionMs: env.duration('EVENT_RETENTION', '30d'),
-    /** Events, and as many queued deliveries, in flight per dispatcher; bounds memory and sockets. */
-    prefetch: env.int('DISPATCHER_PREFETCH', 100, { min: 1, max: 10_000 }),
+    retentionMs: env.read('EVENT_RETENTION'),
+    prefetch: env.read('DISPATCHER_PREFETCH'),
     /**
      * A consumer that received nothing for this long, and holds nothing, consumes on a new channel,
      * which returns any message its queue counts as delivered on the old one but never sent (a
      * quorum queue can strand some around a leader change: consumer.ts, reopenIfIdle). 0: never.
      */
-    consumerIdleReopenMs: env.duration('DISPATCHER_CONSUMER_IDLE_REOPEN', '1m', { allowZero: true }),
+    consumerIdleReopenMs: env.read('DISPATCHER_CONSUMER_IDLE_REOPEN'),
     /** Attempts in flight to one webhook from one dispatcher; more wait in the webhook's lane (lanes.ts). */
-    endpointConcurrency: env.int('DISPATCHER_ENDPOINT_CONCURRENCY', 10, { min: 1, max: 1_000 }),
+    endpointConcurrency: env.read('DISPATCHER_ENDPOINT_CONCURRENCY'),
     /**
      * How long a delivery may wait in memory for a slot of a busy, healthy webhook before it goes
      * to the webhook's lane (endpoints.ts); 0 sends every delivery beyond the slots to the lane.
      */
-    inlineWaitMs: env.duration('DISPATCHER_INLINE_WAIT', '250ms', { allowZero: true }),
-    /** Attempts from the webhook lanes in flight per dispatcher, over every webhook; lanes take turns. */
-    laneMaxInFlight: env.int('DISPATCHER_LANE_MAX_IN_FLIGHT', 500, { min: 1, max: 100_000 }),
+    inlineWaitMs: env.read('DISPATCHER_INLINE_WAIT'),
+    laneMaxInFlight: env.read('DISPATCHER_LANE_MAX_IN_FLIGHT'),
     /** How often a dispatcher looks for lanes holding deliveries (other dispatchers' holds, expired claims). */
-    laneScanIntervalMs: env.duration('DISPATCHER_LANE_SCAN_INTERVAL', '1s'),
+    laneScanIntervalMs: env.read('DISPATCHER_LANE_SCAN_INTERVAL'),
     /**
-     * How long a webhook's circuit breaker stays open before one trial attempt: 30s, or a quarter
-     * of WEBHOOK_FAILURE_WINDOW when that is shorter, so an endpoint that recovered is tried well
-     * before it could be switched off (a window of seconds in tests compresses this too, D9).
-     * One trial per cooldown: a recovered endpoint is back quickly, a dead one costs one attempt
-     * per cooldown per dispatcher instead of one per delivery.
+     * How long a webhook's circuit breaker stays open before one trial attempt: its default, or a
+     * quarter of WEBHOOK_FAILURE_WINDOW when that is shorter, so an endpoint that recovered is
+     * tried well before it could be switched off (a window of seconds in tests compresses this
+     * too, D9). One trial per cooldown: a recovered endpoint is back quickly, a dead one costs one
+     * attempt per cooldown per dispatcher instead of one per delivery.
      */
-    breakerCooldownMs: env.duration('DISPATCHER_BREAKER_COOLDOWN', '30s'),
+    breakerCooldownMs: env.read('DISPATCHER_BREAKER_COOLDOWN'),
     /**
      * A webhook's breaker opens when more than this share (percent) of its attempts in the last
      * DISPATCHER_BREAKER_WINDOW failed, once at least DISPATCHER_BREAKER_VOLUME were made: open on a
@@ -68,9 +58,9 @@ export function readConfig(source: Record<string, string | undefined> = process.
      * most a handful per window) can never open it, so the retry schedule stays exact. At 100 it
      * could never open, hence at most 99.
      */
-    breakerErrorPercent: env.int('DISPATCHER_BREAKER_ERROR_PERCENT', 50, { min: 1, max: 99 }),
-    breakerVolume: env.int('DISPATCHER_BREAKER_VOLUME', 10, { min: 1, max: 10_000 }),
-    breakerWindowMs: env.duration('DISPATCHER_BREAKER_WINDOW', '1m'),
+    breakerErrorPercent: env.read('DISPATCHER_BREAKER_ERROR_PERCENT'),
+    breakerVolume: env.read('DISPATCHER_BREAKER_VOLUME'),
+    breakerWindowMs: env.read('DISPATCHER_BREAKER_WINDOW'),
     /**
      * How long a dispatcher keeps an agency's webhooks (and a webhook's) without hearing of a
      * change. Every change reaches it within milliseconds through Postgres LISTEN/NOTIFY and drops
@@ -78,28 +68,26 @@ export function readConfig(source: Record<string, string | undefined> = process.
      * lost without the connection being seen to go; each expiry costs one read. 0 turns the cache
      * off: every delivery batch reads its webhooks, and no LISTEN connection is opened.
      */
-    webhookCacheTtlMs: env.duration('DISPATCHER_WEBHOOK_CACHE_TTL', '30s', { allowZero: true }),
+    webhookCacheTtlMs: env.read('DISPATCHER_WEBHOOK_CACHE_TTL'),
     /**
      * A receiver that answers 429 or 503 asks us to wait (D10). A pause up to this long keeps the
      * refused delivery in its lane, due when the pause ends, off the retry schedule; a longer one
      * is a failure on the schedule, retried no sooner than the receiver asked.
      */
-    lanePauseMaxMs: env.duration('DISPATCHER_LANE_PAUSE_MAX', '60s'),
+    lanePauseMaxMs: env.read('DISPATCHER_LANE_PAUSE_MAX'),
     /**
      * The pause after a 429 or 503 without a Retry-After we can read: doubled with each such answer
      * in a row, up to thirty times this. Short: such a receiver has said nothing of how long.
      */
-    pauseBackoffMs: env.duration('DISPATCHER_PAUSE_BACKOFF', '1s'),
-    /** /healthz and /readyz; 0 picks a free port (tests). */
-    healthPort: env.int('DISPATCHER_HEALTH_PORT', 3002, { min: 0, max: 65_535 }),
-    /** SIGTERM: in-flight attempts finish (they last at most WEBHOOK_TIMEOUT); past this the process exits anyway. */
-    stopTimeoutMs: env.duration('DISPATCHER_STOP_TIMEOUT', '20s'),
+    pauseBackoffMs: env.read('DISPATCHER_PAUSE_BACKOFF'),
+    healthPort: env.read('DISPATCHER_HEALTH_PORT'),
+    stopTimeoutMs: env.read('DISPATCHER_STOP_TIMEOUT'),
   };
   env.check(
     config.stopTimeoutMs > config.timeoutMs,
     `DISPATCHER_STOP_TIMEOUT (${config.stopTimeoutMs} ms) must be longer than WEBHOOK_TIMEOUT (${config.timeoutMs} ms), so in-flight deliveries can finish`,
   );
-  if (source.DISPATCHER_BREAKER_COOLDOWN === undefined) {
+  if (!env.isSet('DISPATCHER_BREAKER_COOLDOWN')) {
     config.breakerCooldownMs = Math.min(config.breakerCooldownMs, Math.round(config.failureWindowMs / 4));
   }
   env.check(
