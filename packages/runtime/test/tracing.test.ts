@@ -42,10 +42,30 @@ test.each([
   ['OTEL_TRACES_SAMPLER_ARG', '1.5'],
   ['OTEL_TRACES_SAMPLER_ARG', 'half'],
   ['OTEL_EXPORTER_OTLP_PROTOCOL', 'grpc'],
+  ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'grpc'],
   ['OTEL_TRACES_EXPORTER', 'zipkin'],
   ['OTEL_BSP_SCHEDULE_DELAY', '1s'],
 ])('%s=%s is refused, naming the variable', (name, value) => {
   const read = () => readTracingConfig('api', { ...endpoint, [name]: value });
   expect(read).toThrow(ConfigError);
   expect(read).toThrow(name);
+});
+
+test('every bad OTEL_* value is named in one round, as with the other settings', () => {
+  const read = () =>
+    readTracingConfig('api', {
+      ...endpoint,
+      OTEL_TRACES_SAMPLER: 'sometimes',
+      OTEL_BSP_SCHEDULE_DELAY: '1s',
+    });
+  expect(read).toThrow(/OTEL_TRACES_SAMPLER must be one of [^]*OTEL_BSP_SCHEDULE_DELAY must be/);
+});
+
+test("the traces' own protocol wins over the general one", () => {
+  const config = readTracingConfig('api', {
+    ...endpoint,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+  });
+  expect(config?.protocol).toBe('http/json');
 });
