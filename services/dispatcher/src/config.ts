@@ -37,7 +37,7 @@ export function readConfig(source: Record<string, string | undefined> = process.
     endpointConcurrency: env.read('DISPATCHER_ENDPOINT_CONCURRENCY'),
     /**
      * How long a delivery may wait in memory for a slot of a busy, healthy webhook before it goes
-     * to the webhook's lane (endpoints.ts); 0 sends every delivery beyond the slots to the lane.
+     * to the webhook's lane (endpoint/slots.ts); 0 sends every delivery beyond the slots to the lane.
      */
     inlineWaitMs: env.read('DISPATCHER_INLINE_WAIT'),
     laneMaxInFlight: env.read('DISPATCHER_LANE_MAX_IN_FLIGHT'),
