@@ -19,9 +19,15 @@ const REDACT = [
   'amqpUrl',
   'amqpUrls',
   'smtpUrl',
+  'redisUrl',
   '*.key',
   '*.secret',
   '*.password',
+  // A service's config holds its connection URLs a level or two down (config.rateLimit.redisUrl).
+  ...['databaseUrl', 'amqpUrl', 'amqpUrls', 'smtpUrl', 'redisUrl'].flatMap((url) => [
+    `*.${url}`,
+    `*.*.${url}`,
+  ]),
 ];
 
 /**

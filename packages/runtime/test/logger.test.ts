@@ -28,6 +28,26 @@ test('credentials are redacted even when a whole object is logged by mistake', (
   expect(out).toContain('[redacted]');
 });
 
+test("a whole service's config logged by mistake keeps its connection URLs to itself", () => {
+  const { logger, text } = capture();
+  logger.info(
+    {
+      config: {
+        databaseUrl: 'postgres://app:dbpass1@db/trips',
+        amqpUrls: ['amqp://app:mqpass2@mq1', 'amqp://app:mqpass3@mq2'],
+        rateLimit: { redisUrl: 'redis://:redispass4@cache:6379' },
+        smtpUrl: 'smtps://mail:smtppass5@mail.example',
+      },
+      settings: { amqpUrls: ['amqp://app:mqpass6@mq1'] },
+    },
+    'config',
+  );
+  const out = text();
+  for (const secret of ['dbpass1', 'mqpass2', 'mqpass3', 'redispass4', 'smtppass5', 'mqpass6']) {
+    expect(out).not.toContain(secret);
+  }
+});
+
 /** Runs `body` in a child Node process with a default logger `log`; answers stdout as it arrives. */
 function childLogging(body: string) {
   const logger = new URL('../src/logger.ts', import.meta.url).pathname;
