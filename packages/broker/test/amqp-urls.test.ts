@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { ConfigError, EnvReader } from '@trips/runtime';
 import { amqpUrl, LogCapture, waitFor } from '@trips/testkit';
 import { brokerAddress, connectToFirst, readAmqpUrls } from '../src/index.ts';
-import { connectBroker } from '../src/connect.ts';
+import { connectBroker } from '../src/client/connect.ts';
 
 const read = (value: string | undefined) => {
   const env = new EnvReader({ AMQP_URL: value });

@@ -1,10 +1,10 @@
 // The services' RabbitMQ connection writes what its channels send in one tick as one write
-// (src/coalesce-writes.ts): this holds amqplib to writing through the socket's `write`, and shows
+// (src/client/coalesce-writes.ts): this holds amqplib to writing through the socket's `write`, and shows
 // nothing is lost or reordered on the way.
 import type { Socket } from 'node:net';
 import type { ConfirmChannel } from 'amqplib';
 import { amqpUrl, deleteAmqpObjects, LogCapture, onAmqpChannel, randomAmqpPrefix } from '@trips/testkit';
-import { connectBroker } from '../src/connect.ts';
+import { connectBroker } from '../src/client/connect.ts';
 
 const queue = `${randomAmqpPrefix()}coalesce`;
 afterAll(() => deleteAmqpObjects({ queues: [queue], exchanges: [] }));

@@ -115,7 +115,7 @@ export async function onAmqpChannel<T>(operation: (ch: ConfirmChannel) => Promis
 
 /**
  * Waits until a service has logged `times` refused channel setups (RecoveringChannel's line, in
- * @trips/runtime/amqp), or has exited; the caller then asserts it is still up.
+ * @trips/broker/client), or has exited; the caller then asserts it is still up.
  */
 export async function waitForChannelRefusals(running: ServiceProcess, times: number): Promise<void> {
   const refusals = () => running.output.split('setting up the channel failed').length - 1;

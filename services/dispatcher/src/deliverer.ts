@@ -1,10 +1,10 @@
 import type { ConsumeMessage } from 'amqplib';
 import { capturedAtOf, deliveryMessageProperties, type Topology } from '@trips/broker';
+import { parseContent, type Disposition, type Publisher } from '@trips/broker/client';
 import { isTestEventId, isValid, type DeliveryMessage } from '@trips/contracts';
 import type { NewAttempt } from '@trips/db/webhook-attempts';
 import { atMostEvery, tracing, type Carrier, type Logger } from '@trips/runtime';
 import type { DeliveryPolicy } from './config.ts';
-import { parseContent, type Disposition, type Publisher } from './consumer.ts';
 import type { Endpoints } from './endpoint/endpoints.ts';
 import { followUp, type DeferReason } from './lifecycle.ts';
 import type { Outcome } from './outcome.ts';

@@ -1,8 +1,8 @@
 import type { ConsumeMessage } from 'amqplib';
 import { capturedAtOf } from '@trips/broker';
+import { parseContent, type Disposition, type Publisher } from '@trips/broker/client';
 import { isValid, type EventMessage } from '@trips/contracts';
 import { tracing, type Logger } from '@trips/runtime';
-import { parseContent, type Disposition, type Publisher } from './consumer.ts';
 import type { Deliverer } from './deliverer.ts';
 import type { DeliveryStore } from './store.ts';
 import { traceFanOut } from './tracing.ts';

@@ -1,7 +1,7 @@
+import type { Publisher } from '@trips/broker/client';
 import { isValid, type DeliveryMessage } from '@trips/contracts';
 import type { HeldDelivery } from '@trips/db/held-deliveries';
 import { atMostEvery, Loop, type Logger } from '@trips/runtime';
-import type { Publisher } from './consumer.ts';
 import type { Deliverer, LaneEntry } from './deliverer.ts';
 import type { Endpoints } from './endpoint/endpoints.ts';
 import type { DeliveryStore, HoldOptions } from './store.ts';

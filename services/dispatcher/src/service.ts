@@ -2,7 +2,13 @@ import type { Server } from 'node:http';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { Kysely } from 'kysely';
 import { declareTopology, topology, type QueueLimits, type Topology } from '@trips/broker';
-import { connectBroker } from '@trips/broker/connect';
+import {
+  connectBroker,
+  Consumer,
+  RecoveringChannel,
+  type Handler,
+  type Publisher,
+} from '@trips/broker/client';
 import { compileValidators, type DeliveryMessage } from '@trips/contracts';
 import { createDb, pingDatabase, type Database } from '@trips/db';
 import { countHeldDeliveries, oldestPendingDeliveryAges } from '@trips/db/held-deliveries';
@@ -15,9 +21,7 @@ import {
   startHealthServer,
   type Logger,
 } from '@trips/runtime';
-import { RecoveringChannel } from '@trips/runtime/amqp';
 import type { DispatcherConfig } from './config.ts';
-import { Consumer, type Handler, type Publisher } from './consumer.ts';
 import { Deliverer, type Outcome } from './deliverer.ts';
 import { Endpoints, type EndpointProtection } from './endpoint/endpoints.ts';
 import { fanOutHandler } from './fan-out.ts';

@@ -3,9 +3,9 @@
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { ConfirmChannel, Message } from 'amqplib';
 import { eventMessageProperties } from '@trips/broker';
+import { RecoveringChannel } from '@trips/broker/client';
 import type { StoredEvent, UnpublishedEvent } from '@trips/db/events';
 import { tracing, type Logger } from '@trips/runtime';
-import { RecoveringChannel } from '@trips/runtime/amqp';
 import { toMessage } from './message.ts';
 import { tracePublish } from './tracing.ts';
 

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { Kysely } from 'kysely';
-import { connectBroker } from '@trips/broker/connect';
+import { connectBroker } from '@trips/broker/client';
 import { createDb, pingDatabase, type Database } from '@trips/db';
 import {
   addDependencyMetric,

@@ -1,7 +1,7 @@
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
 import { OutageLog, withTimeout, type Logger } from '@trips/runtime';
-import { RecoveringChannel } from '@trips/runtime/amqp';
+import { RecoveringChannel } from './recovering-channel.ts';
 import { ChannelAcks } from './acks.ts';
 
 /** What became of a message: done with (ack), or unusable and set aside for people (park). */

@@ -1,6 +1,6 @@
 import amqplib, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import { amqpUrl, deleteAmqpObjects, randomAmqpPrefix, waitFor } from '@trips/testkit';
-import { ChannelAcks } from '../src/acks.ts';
+import { ChannelAcks } from '../src/client/acks.ts';
 
 // ChannelAcks against the real broker: a quorum queue with a parked queue behind it, as the
 // dispatcher declares them, consumed with a prefetch of 10.

@@ -1,9 +1,6 @@
-// What a service needs to keep using RabbitMQ through amqp-connection-manager when the broker closes
-// one of its channels. A subpath of its own (@trips/runtime/amqp), so a process that never talks to
-// RabbitMQ (the API) does not load the client.
 import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-manager';
 import type { ConfirmChannel } from 'amqplib';
-import type { Logger } from './logger.ts';
+import type { Logger } from '@trips/runtime';
 
 /**
  * How long after RabbitMQ closed a channel a new one is opened. What closed it (a queue declared

@@ -1,10 +1,7 @@
-// The services' connection to RabbitMQ. A subpath of its own (@trips/broker/connect), so a process
-// that only names queues or checks addresses (the API, through the settings module) does not load
-// amqp-connection-manager.
 import type { Socket } from 'node:net';
 import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
 import type { Logger } from '@trips/runtime';
-import { brokerAddress } from './amqp-urls.ts';
+import { brokerAddress } from '../amqp-urls.ts';
 import { coalesceWrites } from './coalesce-writes.ts';
 
 /**
@@ -23,8 +20,8 @@ const CONNECT_TIMEOUT_MS = 5_000;
  * as amqp-connection-manager goes round the list. Which node a service is connected to matters
  * little: the queues' leaders are spread over the nodes whatever the clients do, and RabbitMQ
  * forwards between them. What its channels write in one tick goes out in one write
- * (coalesce-writes.ts). Its channels (RecoveringChannel, @trips/runtime/amqp) set themselves up
- * again on every new connection.
+ * (coalesce-writes.ts). Its channels (RecoveringChannel) set themselves up again on every new
+ * connection.
  */
 export function connectBroker(urls: readonly string[], logger: Logger): AmqpConnectionManager {
   const connection = amqp.connect([...urls], {
