@@ -30,3 +30,4 @@ export {
 } from './ssrf.ts';
 export { nextRetry, type Retry, type RetryPolicy } from './retry-schedule.ts';
 export { ASKS_TO_WAIT, parseRetryAfter, type RetryAfter } from './retry-after.ts';
+export { PublishRefused, PUBLISH_TIMEOUT_MS, UnconfirmedPublish } from './confirms.ts';

@@ -1,7 +1,7 @@
 import amqp from 'amqp-connection-manager';
 import amqplib, { type ChannelModel } from 'amqplib';
 import { amqpUrl, deleteAmqpObjects, LogCapture, randomAmqpPrefix, waitFor } from '@trips/testkit';
-import { Consumer, type ConsumerOptions } from '../src/client/consumer.ts';
+import { Consumer, type ConsumerOptions } from '../src/client/index.ts';
 
 // The Consumer against the real broker, on a quorum queue with a delivery limit and a parked queue
 // behind it, as the dispatcher declares its own (a limit of 3 here instead of 20, and pauses of

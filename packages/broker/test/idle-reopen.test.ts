@@ -1,7 +1,7 @@
 import amqp from 'amqp-connection-manager';
 import amqplib, { type ChannelModel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
 import { amqpUrl, deleteAmqpObjects, LogCapture, randomAmqpPrefix, waitFor } from '@trips/testkit';
-import { Consumer } from '../src/client/consumer.ts';
+import { Consumer } from '../src/client/index.ts';
 
 // A quorum queue can count messages as checked out to a consumer whose channel never got them, or
 // whose nack never reached the queue (docs/operations.md, "Supported RabbitMQ versions"). That cannot

@@ -1,7 +1,7 @@
 import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
 import amqplib, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { amqpUrl, deleteAmqpObjects, LogCapture, randomAmqpPrefix, waitFor } from '@trips/testkit';
-import { Consumer, type ConsumerOptions, type Handler } from '../src/client/consumer.ts';
+import { Consumer, type ConsumerOptions, type Handler } from '../src/client/index.ts';
 
 // Which frame the Consumer settles a message with. Since RabbitMQ 4.3 a basic.reject with requeue
 // counts towards a quorum queue's delivery limit and a basic.nack with requeue does not; this

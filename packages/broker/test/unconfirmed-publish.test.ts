@@ -1,7 +1,7 @@
 import amqp from 'amqp-connection-manager';
 import amqplib, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { amqpUrl, deleteAmqpObjects, LogCapture, randomAmqpPrefix, waitFor } from '@trips/testkit';
-import { Consumer } from '../src/client/consumer.ts';
+import { Consumer } from '../src/client/index.ts';
 
 // A channel whose publishes RabbitMQ never confirms while its connection lives: on RabbitMQ 3.10 a
 // channel that missed a quorum queue's leader change goes on sending that queue's enqueues to the

@@ -3,11 +3,11 @@ import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { Kysely } from 'kysely';
 import { declareTopology, topology, type QueueLimits, type Topology } from '@trips/broker';
 import {
+  ConfirmPublisher,
   connectBroker,
   Consumer,
   RecoveringChannel,
   type Handler,
-  type Publisher,
 } from '@trips/broker/client';
 import { compileValidators, type DeliveryMessage } from '@trips/contracts';
 import { createDb, pingDatabase, type Database } from '@trips/db';
@@ -67,12 +67,6 @@ const EXPRESS_POOL_SIZE = 2;
 /** Deliveries claimed from one lane at once, at most: the per-webhook cap's worth (lanes.ts). */
 const claimSize = (config: DispatcherConfig) => config.endpointConcurrency;
 
-/**
- * A lane attempt's retry not confirmed by RabbitMQ within this fails its settling; the delivery
- * stays claimed and is attempted again once the claim expires.
- */
-const LANE_PUBLISH_TIMEOUT_MS = 10_000;
-
 /** Opens the dependencies, starts the consumers, loops and health server. */
 export async function startDispatcherService(
   config: DispatcherConfig,
@@ -123,12 +117,8 @@ export async function startDispatcherService(
     },
   });
   // Lane attempts hold no message: their retries go out on a confirm channel of their own.
-  const laneChannel = new RecoveringChannel(connection, { name: 'lanes', setup: async () => {} }, logger);
-  const lanes = createLanes(
-    config,
-    { store, endpoints, deliverer, publisher: laneRetryPublisher(laneChannel), bell },
-    logger,
-  );
+  const laneChannel = new ConfirmPublisher(connection, { name: 'lanes' }, logger);
+  const lanes = createLanes(config, { store, endpoints, deliverer, publisher: laneChannel, bell }, logger);
   // Quiet agencies' events look up their webhooks on connections and in batches of their own: an
   // import's lookups, in a busy Postgres, never stand in front of them. Attempts are recorded in
   // one pipeline per process, as two would wait on each other's lock of the webhook's row.
@@ -364,17 +354,4 @@ function createLoops(
     logger,
   );
   return { mail, switchOff, prune };
-}
-
-/** Where the lanes' retries go out: the lanes' own confirm channel, each publish confirmed in time. */
-function laneRetryPublisher(laneChannel: RecoveringChannel): Publisher {
-  return {
-    publish: async (exchange, routingKey, content, options) => {
-      await laneChannel.wrapper.publish(exchange, routingKey, content, {
-        persistent: true,
-        ...options,
-        timeout: LANE_PUBLISH_TIMEOUT_MS,
-      });
-    },
-  };
 }

@@ -1,9 +1,9 @@
 // The publisher's channel to RabbitMQ: sends a batch's events with publisher confirms, a chunk at a
 // time, and says which a queue took, how many RabbitMQ refused, and what else failed.
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
-import type { ConfirmChannel, Message } from 'amqplib';
-import { eventMessageProperties } from '@trips/broker';
-import { RecoveringChannel } from '@trips/broker/client';
+import type { Message } from 'amqplib';
+import { eventMessageProperties, PublishRefused } from '@trips/broker';
+import { ConfirmPublisher } from '@trips/broker/client';
 import type { StoredEvent, UnpublishedEvent } from '@trips/db/events';
 import { tracing, type Logger } from '@trips/runtime';
 import { toMessage } from './message.ts';
@@ -30,29 +30,25 @@ export interface Sent {
 
 /**
  * Messages are published `mandatory`, so one that no queue takes comes back (basic.return) and is
- * not counted as routed. A channel that lets a confirm go unanswered for publishTimeoutMs while the
- * connection lives is replaced: a quorum queue's client on the broker's side of a channel can go on
- * sending to a leader that is gone (docs/operations.md, "Supported RabbitMQ versions"), and a new
- * channel starts afresh. Its unconfirmed events stay unpublished and go again, with the same ids.
+ * not counted as routed. A publish unconfirmed within publishTimeoutMs fails, and when the
+ * connection lives the channel is replaced (ConfirmPublisher says why); the unconfirmed events stay
+ * unpublished and go again, with the same ids.
  */
 export class EventsChannel {
-  private readonly channel: RecoveringChannel;
-  private readonly connection: AmqpConnectionManager;
+  private readonly publisher: ConfirmPublisher;
   private readonly options: EventsChannelOptions;
-  private readonly logger: Logger;
   /** Ids of the current batch's messages that RabbitMQ handed back (basic.return). */
   private readonly returned = new Set<string>();
 
   constructor(connection: AmqpConnectionManager, options: EventsChannelOptions, logger: Logger) {
-    this.connection = connection;
     this.options = options;
-    this.logger = logger;
-    // Run on every channel opened, after a reconnect or a replaced channel too.
-    this.channel = new RecoveringChannel(
+    this.publisher = new ConfirmPublisher(
       connection,
       {
         name: 'events-publisher',
-        setup: async (ch: ConfirmChannel) => {
+        timeoutMs: options.publishTimeoutMs,
+        // Run on every channel opened, after a reconnect or a replaced channel too.
+        setup: async (ch) => {
           ch.on('return', (message: Message) => {
             const id = message.properties.messageId as string | undefined;
             if (id) this.returned.add(id);
@@ -86,7 +82,6 @@ export class EventsChannel {
     const confirmed = events.filter((_, i) => settled[i]?.status === 'fulfilled');
     const failures = settled.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
     const failure = failures.find((f) => !isRefusal(f));
-    if (failure?.message === 'timeout' && this.connection.isConnected()) this.replace();
     return {
       confirmed,
       // RabbitMQ sends an unroutable message's basic.return before its confirm, so every return of
@@ -99,15 +94,11 @@ export class EventsChannel {
 
   private publish(e: UnpublishedEvent, express: boolean): Promise<unknown> {
     const exchange = express ? this.options.expressExchange : this.options.exchange;
-    const properties = {
-      ...eventMessageProperties(e),
-      mandatory: true,
-      timeout: this.options.publishTimeoutMs,
-    };
+    const properties = { ...eventMessageProperties(e), mandatory: true };
     // Tracing on: the span's context goes in the headers, so it must start before the publish.
     const tracer = tracing.tracer;
     const traced = tracer && tracePublish(tracer, e, exchange, properties);
-    const confirmed = this.channel.wrapper.publish(
+    const confirmed = this.publisher.publish(
       exchange,
       e.type,
       Buffer.from(JSON.stringify(toMessage(e))),
@@ -116,18 +107,10 @@ export class EventsChannel {
     return traced ? traced(confirmed) : confirmed;
   }
 
-  private replace(): void {
-    this.logger.warn(
-      { timeoutMs: this.options.publishTimeoutMs },
-      'a publish went unconfirmed past its timeout on a live connection: publishing on a new channel',
-    );
-    this.channel.reopen();
-  }
-
   async close(): Promise<void> {
-    await this.channel.close();
+    await this.publisher.close();
   }
 }
 
 /** RabbitMQ refused the message (basic.nack): a bounded queue it routes to is full. */
-const isRefusal = (error: Error) => error.message === 'message nacked';
+const isRefusal = (error: Error) => error instanceof PublishRefused;

@@ -1,4 +1,5 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
+import type { Outcome } from './handling.ts';
 
 /**
  * Settles one channel's messages, acknowledging finished ones together where that is safe. An ack
@@ -27,6 +28,16 @@ export class ChannelAcks {
     this.handling.add(message.fields.deliveryTag);
   }
 
+  /** Settles a message as its handling came out (Handling.outcome). */
+  settle(message: ConsumeMessage, outcome: Outcome): void {
+    if (outcome === 'ack') this.ack(message);
+    else if (outcome === 'park')
+      this.reject(message, { requeue: false }); // dead-lettered to the parked queue
+    else if (outcome === 'retry')
+      this.reject(message, { requeue: true }); // its own failure: counts
+    else this.release(message); // not its fault: does not count (RabbitMQ 4.3+)
+  }
+
   /** Its handling is done: it is acked in this turn's batch. */
   ack(message: ConsumeMessage): void {
     this.handling.delete(message.fields.deliveryTag);
@@ -44,7 +55,7 @@ export class ChannelAcks {
    */
   reject(message: ConsumeMessage, { requeue }: { requeue: boolean }): void {
     this.handling.delete(message.fields.deliveryTag);
-    this.settle(() => this.ch.reject(message, requeue), 1);
+    this.send(() => this.ch.reject(message, requeue), 1);
   }
 
   /**
@@ -54,7 +65,7 @@ export class ChannelAcks {
    */
   release(message: ConsumeMessage): void {
     this.handling.delete(message.fields.deliveryTag);
-    this.settle(() => this.ch.nack(message, false, true), 1);
+    this.send(() => this.ch.nack(message, false, true), 1);
   }
 
   /** Sends the acks not yet sent (also called before the channel is closed on purpose). */
@@ -70,16 +81,16 @@ export class ChannelAcks {
     }
     const count = this.finished.length;
     this.finished = [];
-    this.settle(() => {
+    this.send(() => {
       // Every tag up to prefixEnd is settled or finished: nothing older is being handled.
       if (prefixEnd) this.ch.ack(prefixEnd, true);
       for (const message of alone) this.ch.ack(message);
     }, count);
   }
 
-  private settle(send: () => void, messages: number): void {
+  private send(frames: () => void, messages: number): void {
     try {
-      send();
+      frames();
     } catch (error) {
       // The channel is gone (a reconnect): RabbitMQ redelivers these messages, which is the
       // at-least-once we want. Settling them on the new channel would name tags it never issued.

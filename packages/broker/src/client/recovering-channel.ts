@@ -25,7 +25,7 @@ export class RecoveringChannel {
   private readonly logger: Logger;
   private readonly reopenDelayMs: number;
   private current: ChannelWrapper;
-  /** The raw channel whose setup succeeded, until it closes. */
+  /** The raw channel whose setup succeeded, until it closes or is replaced. */
   private live: ConfirmChannel | undefined;
   private settingUp = false;
   private timer: NodeJS.Timeout | undefined;
@@ -46,6 +46,11 @@ export class RecoveringChannel {
 
   get wrapper(): ChannelWrapper {
     return this.current;
+  }
+
+  /** The channel in use: set up, and neither closed nor being replaced. */
+  get inUse(): ConfirmChannel | undefined {
+    return this.live;
   }
 
   private open(): ChannelWrapper {
@@ -103,6 +108,7 @@ export class RecoveringChannel {
     if (this.closed) return;
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.live = undefined;
     const old = this.current;
     this.current = this.open();
     void old.close().catch(() => {});
