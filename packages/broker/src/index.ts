@@ -31,3 +31,10 @@ export {
 export { nextRetry, type Retry, type RetryPolicy } from './retry-schedule.ts';
 export { ASKS_TO_WAIT, parseRetryAfter, type RetryAfter } from './retry-after.ts';
 export { PublishRefused, PUBLISH_TIMEOUT_MS, UnconfirmedPublish } from './confirms.ts';
+export {
+  BrokerUnreachable,
+  publishToQueue,
+  QueueMissing,
+  type OutgoingMessage,
+  type PublishToQueueOptions,
+} from './publish-to-queue.ts';

@@ -21,8 +21,8 @@ export interface SettingsOptions {
   nameDevelopmentSettings?: boolean;
   /**
    * How long RabbitMQ may take to accept the connection, and to confirm each batch of a test event
-   * or redelivery, before the owner gets `unavailable` (default 10 s): a broker under a resource
-   * alarm blocks publishers without a word.
+   * or redelivery, before the owner gets `unavailable` (default @trips/broker's PUBLISH_TIMEOUT_MS):
+   * a broker under a resource alarm blocks publishers without a word.
    */
   brokerTimeoutMs?: number;
 }

@@ -1,7 +1,12 @@
-import type { ChannelModel } from 'amqplib';
-import { connectToFirst, deliveryMessageProperties } from '@trips/broker';
+import {
+  BrokerUnreachable,
+  deliveryMessageProperties,
+  publishToQueue,
+  QueueMissing,
+  UnconfirmedPublish,
+  type OutgoingMessage,
+} from '@trips/broker';
 import type { DeliveryMessage } from '@trips/contracts';
-import { withTimeout } from '@trips/runtime';
 import { SettingsError } from './errors.ts';
 
 const unavailable = (message: string) => new SettingsError('unavailable', message);
@@ -20,7 +25,9 @@ export interface PublishOptions {
 /**
  * Publishes DeliveryMessages straight to the dispatcher's deliveries queue, persistent and
  * confirmed, the way the dispatcher's fan-out does. One connection per call, to the first node of
- * AMQP_URL that answers: owners' actions are rare, and nothing is left open when the module is done.
+ * AMQP_URL that answers (@trips/broker's publishToQueue): owners' actions are rare, and nothing is
+ * left open when the module is done. The broker's failures become `unavailable`, in words for the
+ * platform team's log.
  */
 export async function publishDeliveries(
   amqpUrls: readonly string[],
@@ -28,45 +35,35 @@ export async function publishDeliveries(
   deliveries: AsyncIterable<DeliveryMessage[]>,
   options: PublishOptions,
 ): Promise<number> {
-  const seconds = `${options.timeoutMs / 1000} s`;
-  let connection: ChannelModel;
-  try {
-    connection = await connectToFirst(amqpUrls, { timeout: options.timeoutMs });
-  } catch (error) {
-    throw unavailable(`cannot reach RabbitMQ (${(error as Error).message}).`);
-  }
-  connection.on('error', () => {});
   let published = 0;
   try {
-    const checker = await connection.createChannel();
-    checker.on('error', () => {});
-    try {
-      await checker.checkQueue(queue);
-    } catch {
+    return await publishToQueue(amqpUrls, queue, messages(deliveries), {
+      timeoutMs: options.timeoutMs,
+      onConfirmed: async (count) => {
+        published = count;
+        await options.onPublished?.(count);
+      },
+    });
+  } catch (error) {
+    if (error instanceof BrokerUnreachable) throw unavailable(`cannot reach RabbitMQ (${error.message}).`);
+    if (error instanceof QueueMissing)
       throw unavailable(
         `the dispatcher's queue ${queue} does not exist; is the dispatcher running (with this AMQP_PREFIX)?`,
       );
-    }
-    await checker.close().catch(() => {});
-    const ch = await connection.createConfirmChannel();
-    ch.on('error', () => {});
-    for await (const batch of deliveries) {
-      for (const delivery of batch) {
-        ch.sendToQueue(queue, Buffer.from(JSON.stringify(delivery)), deliveryMessageProperties(delivery));
-      }
-      await withTimeout(ch.waitForConfirms(), options.timeoutMs, () =>
-        unavailable(
-          `RabbitMQ did not confirm the deliveries within ${seconds} (is it blocked by a resource alarm?); ` +
-            `${published} were confirmed before.`,
-        ),
+    if (error instanceof UnconfirmedPublish)
+      throw unavailable(
+        `RabbitMQ did not confirm the deliveries within ${options.timeoutMs / 1000} s (is it blocked by a resource alarm?); ` +
+          `${published} were confirmed before.`,
       );
-      published += batch.length;
-      await options.onPublished?.(published);
-    }
-    await ch.close().catch(() => {});
-    return published;
-  } finally {
-    // A blocked connection is closed at once by amqplib; this never waits on the broker for long.
-    await withTimeout(connection.close(), options.timeoutMs, () => unavailable('close')).catch(() => {});
+    throw error;
+  }
+}
+
+async function* messages(deliveries: AsyncIterable<DeliveryMessage[]>): AsyncIterable<OutgoingMessage[]> {
+  for await (const batch of deliveries) {
+    yield batch.map((delivery) => ({
+      content: Buffer.from(JSON.stringify(delivery)),
+      properties: deliveryMessageProperties(delivery),
+    }));
   }
 }

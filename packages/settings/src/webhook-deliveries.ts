@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { topology } from '@trips/broker';
+import { PUBLISH_TIMEOUT_MS, topology } from '@trips/broker';
 import {
   EVENT_TYPES,
   eventRecord,
@@ -21,7 +21,6 @@ import { findWebhook } from './webhooks.ts';
 
 const DEFAULT_RETENTION_MS = 30 * 24 * 3600_000;
 const REDELIVERY_PAGE = 500;
-const DEFAULT_BROKER_TIMEOUT_MS = 10_000;
 
 export interface RedeliveryProgress {
   done: number;
@@ -44,7 +43,7 @@ function deliveryPublisher(options: SettingsOptions) {
     onPublished?: (count: number) => void,
   ) =>
     publishDeliveries(amqpUrls, deliveriesQueue, deliveries, {
-      timeoutMs: options.brokerTimeoutMs ?? DEFAULT_BROKER_TIMEOUT_MS,
+      timeoutMs: options.brokerTimeoutMs ?? PUBLISH_TIMEOUT_MS,
       ...(onPublished && { onPublished }),
     });
 
