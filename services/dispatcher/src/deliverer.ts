@@ -1,6 +1,5 @@
-import type { ConsumeMessage } from 'amqplib';
 import { capturedAtOf, deliveryMessageProperties, type Topology } from '@trips/broker';
-import { parseContent, type Disposition, type Publisher } from '@trips/broker/client';
+import { parseContent, type ConsumeMessage, type Disposition, type Publisher } from '@trips/broker/client';
 import { isTestEventId, isValid, type DeliveryMessage } from '@trips/contracts';
 import type { NewAttempt } from '@trips/db/webhook-attempts';
 import { atMostEvery, tracing, type Carrier, type Logger } from '@trips/runtime';

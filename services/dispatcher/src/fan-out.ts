@@ -1,6 +1,5 @@
-import type { ConsumeMessage } from 'amqplib';
 import { capturedAtOf } from '@trips/broker';
-import { parseContent, type Disposition, type Publisher } from '@trips/broker/client';
+import { parseContent, type ConsumeMessage, type Disposition, type Publisher } from '@trips/broker/client';
 import { isValid, type EventMessage } from '@trips/contracts';
 import { tracing, type Logger } from '@trips/runtime';
 import type { Deliverer } from './deliverer.ts';

@@ -1,5 +1,4 @@
 import type { Server } from 'node:http';
-import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { Kysely } from 'kysely';
 import { declareTopology, topology, type QueueLimits, type Topology } from '@trips/broker';
 import {
@@ -7,6 +6,7 @@ import {
   connectBroker,
   Consumer,
   RecoveringChannel,
+  type AmqpConnectionManager,
   type Handler,
 } from '@trips/broker/client';
 import { compileValidators, type DeliveryMessage } from '@trips/contracts';

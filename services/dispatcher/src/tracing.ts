@@ -5,7 +5,7 @@
 // through its delay queue). A delivery that waited in its webhook's lane in Postgres, or that an
 // owner asked for, carries no context: its spans hang from the event's root span, whose ids every
 // service derives from the event id. Called only while tracing is on.
-import type { ConsumeMessage } from 'amqplib';
+import type { ConsumeMessage } from '@trips/broker/client';
 import type { DeliveryMessage, EventMessage } from '@trips/contracts';
 import type { Carrier, SpanAttributes, Tracer } from '@trips/runtime';
 import type { Outcome } from './outcome.ts';

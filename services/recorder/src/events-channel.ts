@@ -1,9 +1,7 @@
 // The publisher's channel to RabbitMQ: sends a batch's events with publisher confirms, a chunk at a
 // time, and says which a queue took, how many RabbitMQ refused, and what else failed.
-import type { AmqpConnectionManager } from 'amqp-connection-manager';
-import type { Message } from 'amqplib';
 import { eventMessageProperties, PublishRefused } from '@trips/broker';
-import { ConfirmPublisher } from '@trips/broker/client';
+import { ConfirmPublisher, type AmqpConnectionManager, type Message } from '@trips/broker/client';
 import type { StoredEvent, UnpublishedEvent } from '@trips/db/events';
 import { tracing, type Logger } from '@trips/runtime';
 import { toMessage } from './message.ts';

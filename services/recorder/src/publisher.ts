@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { AmqpConnectionManager } from 'amqp-connection-manager';
+import type { AmqpConnectionManager } from '@trips/broker/client';
 import type { Database } from '@trips/db';
 import { tryPublishLock } from '@trips/db/advisory-locks';
 import {

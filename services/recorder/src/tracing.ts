@@ -2,7 +2,7 @@
 // trace's root, from the change's capture in its writer's transaction to the commit of the batch
 // that recorded the event; then `event.publish`, from the publish to RabbitMQ's confirm, whose
 // context goes in the message's headers for the dispatcher. Called only while tracing is on.
-import type { Options } from 'amqplib';
+import type { Options } from '@trips/broker/client';
 import { isGroupedType } from '@trips/contracts';
 import type { StoredEvent, UnpublishedEvent } from '@trips/db/events';
 import type { OpenSpan, SpanAttributes, Tracer } from '@trips/runtime';

@@ -7,3 +7,6 @@ export { RecoveringChannel } from './recovering-channel.ts';
 export { ConfirmPublisher, type ConfirmPublisherOptions, type Publisher } from './confirm-publisher.ts';
 export { Consumer, parseContent, type ConsumerOptions } from './consumer.ts';
 export type { Disposition, Handler } from './handling.ts';
+// The client libraries' types the services name, so that only this package depends on them.
+export type { AmqpConnectionManager } from 'amqp-connection-manager';
+export type { ConsumeMessage, Message, Options } from 'amqplib';
