@@ -11,32 +11,26 @@ import {
   type UnpublishedEvent,
 } from '@trips/db/events';
 import { begin, commit, onOneConnection, rollback, runScript, type Statement } from '@trips/db/script';
-import { atMostEvery, type Logger } from '@trips/runtime';
+import type { Logger } from '@trips/runtime';
 import { EventsChannel } from './events-channel.ts';
 import { quietAgencyEvents } from './express.ts';
+import { PublishPace } from './publish-pace.ts';
 
-/** How long the publisher waits before trying again events that no queue took. */
-export const UNROUTABLE_RETRY_MS = 1_000;
 /**
- * How long the publisher waits after RabbitMQ refused a whole batch because the dispatcher's events
- * queue was full: shorter than the poll interval, as the queue holds only a few dozen milliseconds
- * of fan-out and must not run dry while the publisher sleeps (service.ts wakes the loop after it).
+ * What the last batch found: RabbitMQ confirmed all it took ('calm'); it took a full window or
+ * the queue refused some ('more': events likely wait, the next batch may go at once); the queue
+ * refused it whole ('full': the next waits REFUSED_RETRY_MS); or it failed ('failed': the loop
+ * tries again after its back-off). Only after a calm one may the recorder open a batch (`open`).
  */
-export const REFUSED_RETRY_MS = 5;
+type LastBatch = 'calm' | 'more' | 'full' | 'failed';
+
 /**
- * The smallest batch after refusals (see `window`), unless the batch size is smaller: a batch the
- * queue refused whole (it took 0) must still probe for room.
+ * What the loop's next round knows without asking Postgres whether any event waits: that some do
+ * ('expected': just recorded, or left by the last batch), that a batch the recorder opened read
+ * the head of events_unpublished since the loop last asked ('seen': nothing to do), or nothing
+ * ('ask').
  */
-export const MIN_WINDOW = 16;
-/** Events published at once, then confirmed before the next chunk goes (runBatch says why). */
-export const PUBLISH_CHUNK = 20;
-/**
- * The chunk while the queue takes whole batches (the window at the batch size): with a confirm
- * round trip per chunk of 20, publishing fell behind recording when nothing was full. The first refusal after such a calm puts at most this many events
- * ahead of the next agency's, once; refusals then shrink the window, and chunks are PUBLISH_CHUNK
- * until whole batches go again.
- */
-export const CALM_PUBLISH_CHUNK = 80;
+type NextRound = 'ask' | 'expected' | 'seen';
 
 export interface PublisherOptions {
   exchange: string;
@@ -82,15 +76,13 @@ export interface PublishOpening {
  * change, which the row keeps, in a header (@trips/broker's message-properties.ts), republished
  * ones too. While the broker is away the channel wrapper reconnects and the batch fails after
  * publishTimeoutMs, to be tried again. A channel RabbitMQ closes while the connection lives (the
- * exchange declared with another type, 406) is replaced after a pause, by RecoveringChannel, as
- * the dispatcher's are; one that leaves a publish unconfirmed for publishTimeoutMs while the
- * connection lives is replaced at once (events-channel.ts).
+ * exchange declared with another type, 406) is replaced after a pause, as the dispatcher's are;
+ * one that leaves a publish unconfirmed for publishTimeoutMs while the connection lives is replaced
+ * at once (@trips/broker's ConfirmPublisher).
  *
  * The dispatcher's events queue is bounded (@trips/broker's topology.ts): when it is full,
  * RabbitMQ refuses (nacks) the publishes. Refused events stay unpublished and go again in the
- * next round (after REFUSED_RETRY_MS when the queue took none), in a batch no larger than what the
- * queue took last time, or MIN_WINDOW if that is more (and never more than the batch size), then
- * doubling again, so a full queue costs a few refusals per round, not a whole batch's. The batch is
+ * next round, in smaller batches while the queue refuses (PublishPace). The batch is
  * taken round-robin across agencies (takeUnpublished), so room goes to every agency's oldest event
  * first: a bulk import waits here, not in the queue ahead of other agencies' events. Confirmed
  * events are marked published even when others of their batch were refused. The events of quiet
@@ -108,34 +100,20 @@ export interface PublishOpening {
  * Messages are published `mandatory`: one that no queue takes (the dispatcher, which declares and
  * binds the queues, not deployed yet on a fresh broker) comes back as unroutable and its event
  * stays unpublished, tried again every UNROUTABLE_RETRY_MS, instead of being confirmed into nowhere.
+ *
+ * Between batches the publisher knows two things, each one state: what the last batch found
+ * (LastBatch), which the loop and `open` act on, and what the loop's next round may skip (NextRound).
  */
 export class Publisher {
   private readonly db: Kysely<Database>;
   private readonly events: EventsChannel;
   private readonly options: PublisherOptions;
   private readonly logger: Logger;
-
-  /** No batch before this (ms): the last one found no queue bound to the exchange. */
-  private holdUntil = 0;
-  private readonly unroutableWarningDue = atMostEvery(60_000);
-  private readonly refusedNoticeDue = atMostEvery(60_000);
-  /** Events taken per batch: the batch size, or less while the queue refuses some (see the class). */
-  private window: number;
-  /** The last batch was refused whole: the queue is full, the next round is due in REFUSED_RETRY_MS. */
-  private full = false;
-  /** See moreWaiting. */
-  private more = false;
-  /** The next batch skips asking whether any event waits (expect()). */
-  private expecting = false;
-  /** The last batch failed: the loop tries again after its back-off, and `open` answers nothing. */
-  private failing = false;
+  private readonly pace: PublishPace;
+  private last: LastBatch = 'calm';
+  private next: NextRound = 'ask';
   /** This process's batch under way, the loop's or an opening's: one at a time. */
   private inFlight: Promise<void> | undefined;
-  /**
-   * A batch the recorder opened has read the head of events_unpublished since the loop last asked
-   * whether any event waits: the loop need not ask (see `open`).
-   */
-  private headSeen = false;
 
   constructor(
     db: Kysely<Database>,
@@ -146,7 +124,7 @@ export class Publisher {
     this.db = db;
     this.options = options;
     this.logger = logger;
-    this.window = options.batchSize;
+    this.pace = new PublishPace(options, logger);
     this.events = new EventsChannel(connection, options, logger);
   }
 
@@ -163,12 +141,12 @@ export class Publisher {
 
   /** Whether the last batch found the events queue full (refused whole): try again in REFUSED_RETRY_MS. */
   get queueFull(): boolean {
-    return this.full;
+    return this.last === 'full';
   }
 
   /** Events were just recorded: the next batch need not ask whether any wait. */
   expect(): void {
-    this.expecting = true;
+    this.next = 'expected';
   }
 
   /**
@@ -176,7 +154,7 @@ export class Publisher {
    * refused some. Then the next batch may go at once; otherwise it waits for the next recording.
    */
   get moreWaiting(): boolean {
-    return this.more;
+    return this.last === 'more' || this.last === 'full';
   }
 
   /**
@@ -189,24 +167,22 @@ export class Publisher {
     await this.settled();
     const release = this.claim();
     try {
-      this.full = false;
-      this.more = false;
-      if (Date.now() < this.holdUntil) return 0;
-      const expected = this.expecting;
-      this.expecting = false;
-      if (!expected && this.headSeen) {
-        this.headSeen = false;
-        return 0;
-      }
-      if (!expected && !(await hasUnpublishedEvents(this.db))) return 0;
-      const published = await onOneConnection(this.db, async (conn) => {
-        const [, lock, head] = await runScript(conn, [begin, tryPublishLock, unpublishedHead(this.window)]);
+      if (this.last !== 'failed') this.last = 'calm';
+      if (this.pace.held) return 0;
+      const next = this.next;
+      this.next = 'ask';
+      if (next === 'seen') return 0;
+      if (next === 'ask' && !(await hasUnpublishedEvents(this.db))) return 0;
+      return await onOneConnection(this.db, async (conn) => {
+        const [, lock, head] = await runScript(conn, [
+          begin,
+          tryPublishLock,
+          unpublishedHead(this.pace.window),
+        ]);
         return this.publish(conn, lock as { ok: boolean }[], head as UnpublishedEvent[]);
       });
-      this.failing = false;
-      return published;
     } catch (error) {
-      this.failing = true;
+      this.last = 'failed';
       throw error;
     } finally {
       release();
@@ -224,26 +200,23 @@ export class Publisher {
    * the first round after the recorder stops opening them asks again.
    */
   open(): PublishOpening | undefined {
-    const calm = !this.failing && !this.more && this.window >= this.options.batchSize;
-    if (this.inFlight || !calm || Date.now() < this.holdUntil) return undefined;
+    if (this.inFlight || this.last !== 'calm' || !this.pace.calm || this.pace.held) return undefined;
     const release = this.claim();
     return {
-      statements: [begin, tryPublishLock, unpublishedHeadSeqs(this.window)],
+      statements: [begin, tryPublishLock, unpublishedHeadSeqs(this.pace.window)],
       publish: async (conn, [, lock, seqs], recorded) => {
         try {
-          this.full = false;
           const bySeq = new Map(recorded.map((e) => [e.seq, e]));
           const head = (seqs as { seq: number }[]).map(({ seq }) => bySeq.get(seq));
           // Rows of events recorded before this batch are not at hand: takeUnpublished reads them.
           const held = head.every((e) => e !== undefined) ? head : undefined;
           const published = await this.publish(conn, lock as { ok: boolean }[], held);
-          this.failing = false;
-          if (this.more || this.full || published === 0) {
-            this.expecting = true;
+          if (this.last !== 'calm' || published === 0) {
+            this.next = 'expected';
             this.options.wake?.();
-          } else this.headSeen = true;
+          } else if (this.next === 'ask') this.next = 'seen';
         } catch (error) {
-          this.failing = true;
+          this.last = 'failed';
           this.logger.error({ err: error }, 'publish after recording failed (the loop tries again)');
           this.options.wake?.();
           throw error;
@@ -277,9 +250,10 @@ export class Publisher {
   ): Promise<number> {
     if (!lock[0]!.ok) {
       await rollback(conn);
+      this.last = 'calm';
       return 0;
     }
-    const window = this.window;
+    const window = this.pace.window;
     const taken = await takeUnpublished(conn, window, head);
     // Quiet agencies' events first, to the express queue: they never wait behind an import.
     const express = quietAgencyEvents(taken, window);
@@ -288,16 +262,13 @@ export class Publisher {
     // burst while it is below its bound, so one large burst would put a whole batch ahead of the
     // next agency's event. A chunk at a time, the queue overshoots by one chunk at most; larger
     // chunks while it has not refused lately (CALM_PUBLISH_CHUNK).
-    const chunk = window >= this.options.batchSize ? CALM_PUBLISH_CHUNK : PUBLISH_CHUNK;
-    const { confirmed, routed, refused, failure } = await this.events.send(events, express, chunk);
+    const { confirmed, routed, refused, failure } = await this.events.send(events, express, this.pace.chunk);
     // Failed otherwise (not confirmed in time, the channel gone): the broker is away; with
     // nothing confirmed the batch fails, to be tried again after the loop's back-off.
     if (confirmed.length === 0 && failure) throw failure;
-    if (refused > 0) this.refused(confirmed.length, refused);
-    else this.window = Math.min(this.options.batchSize, this.window * 2);
-    this.more = taken.length >= window || refused > 0;
-    if (this.more) this.expecting = true;
-    if (routed.length < confirmed.length) this.holdOff(confirmed.length - routed.length);
+    const full = this.pace.answered({ confirmed: confirmed.length, routed: routed.length, refused });
+    this.last = full ? 'full' : taken.length >= window || refused > 0 ? 'more' : 'calm';
+    if (this.last !== 'calm') this.next = 'expected';
     await runScript(conn, [...markPublished(routed.map((e) => e.seq)), commit]);
     this.options.onPublished?.(routed);
     if (routed.length) this.logBatch(routed);
@@ -313,34 +284,6 @@ export class Publisher {
         seqs: [routed[0]!.seq, routed.at(-1)!.seq],
       },
       'batch published',
-    );
-  }
-
-  /**
-   * The queue was full: the next batch is no larger than what it took, about what the dispatchers
-   * took from it meanwhile. It follows at once when the queue took some (an agency's new event then
-   * waits one short round); a batch it took none of waits REFUSED_RETRY_MS.
-   */
-  private refused(taken: number, refused: number): void {
-    // Never above the batch size, though: the floor must not raise a RECORDER_BATCH_SIZE below it.
-    this.window = Math.min(this.options.batchSize, Math.max(MIN_WINDOW, taken));
-    if (taken === 0) {
-      this.holdUntil = Math.max(this.holdUntil, Date.now() + REFUSED_RETRY_MS);
-      this.full = true;
-    }
-    if (!this.refusedNoticeDue()) return;
-    this.logger.info(
-      { refused, taken, exchange: this.options.exchange },
-      "events held back: the dispatcher's events queue is full (they go out as it drains)",
-    );
-  }
-
-  private holdOff(unroutable: number): void {
-    this.holdUntil = Date.now() + UNROUTABLE_RETRY_MS;
-    if (!this.unroutableWarningDue()) return;
-    this.logger.warn(
-      { unroutable, exchange: this.options.exchange, retryInMs: UNROUTABLE_RETRY_MS },
-      'events left unpublished: no queue is bound to the exchange yet (the dispatcher declares it)',
     );
   }
 }

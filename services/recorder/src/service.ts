@@ -13,7 +13,8 @@ import {
 } from '@trips/runtime';
 import { eventsExchange, expressExchange, type RecorderConfig } from './config.ts';
 import { recorderMetrics } from './metrics.ts';
-import { Publisher, REFUSED_RETRY_MS } from './publisher.ts';
+import { REFUSED_RETRY_MS } from './publish-pace.ts';
+import { Publisher } from './publisher.ts';
 import { Recorder } from './recorder.ts';
 import { traceRecorded } from './tracing.ts';
 

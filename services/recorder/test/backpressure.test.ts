@@ -12,13 +12,8 @@ import {
   type TestDatabase,
 } from '@trips/testkit';
 import { EXPRESS_MAX_BACKLOG } from '../src/express.ts';
-import {
-  CALM_PUBLISH_CHUNK,
-  MIN_WINDOW,
-  PUBLISH_CHUNK,
-  Publisher,
-  REFUSED_RETRY_MS,
-} from '../src/publisher.ts';
+import { CALM_PUBLISH_CHUNK, MIN_WINDOW, PUBLISH_CHUNK, REFUSED_RETRY_MS } from '../src/publish-pace.ts';
+import { Publisher } from '../src/publisher.ts';
 import { drain, handRecorder, hostWrite, sleep } from './helpers.ts';
 
 // The dispatcher's events queue is bounded (a quorum queue with x-max-length and x-overflow:

@@ -11,7 +11,7 @@ import {
   type TestQueue,
 } from '@trips/testkit';
 import { readConfig } from '../src/config.ts';
-import { UNROUTABLE_RETRY_MS } from '../src/publisher.ts';
+import { UNROUTABLE_RETRY_MS } from '../src/publish-pace.ts';
 import { startRecorderService, type RecorderService } from '../src/service.ts';
 import { drain, handRecorder, hostWrite, silent } from './helpers.ts';
 
