@@ -94,7 +94,7 @@ export async function startDispatcherService(
   const bell = new LaneBell();
   const endpoints = createEndpoints(config, { store, bell }, hooks.protection);
   const targetsListener = createTargetsListener(config, { targetsCache, endpoints }, hooks, logger);
-  /** Tells a Postgres outage from a message that fails on its own (consumer.ts). */
+  /** Tells a Postgres outage from a message that fails on its own (@trips/broker's Consumer). */
   const postgresUp = () => pingDatabase(db).then(() => true);
   const { registry, inspector, metrics } = createMetrics(connection, { endpoints, names, db }, logger);
   const mailer = new Mailer(
