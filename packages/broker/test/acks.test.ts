@@ -1,6 +1,7 @@
 import amqplib, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import { amqpUrl, deleteAmqpObjects, randomAmqpPrefix, waitFor } from '@trips/testkit';
 import { ChannelAcks } from '../src/client/acks.ts';
+import { declareWithParked } from './support.ts';
 
 // ChannelAcks against the real broker: a quorum queue with a parked queue behind it, as the
 // dispatcher declares them, consumed with a prefetch of 10.
@@ -14,15 +15,7 @@ const consumers: ChannelModel[] = [];
 beforeAll(async () => {
   connection = await amqplib.connect(amqpUrl);
   const ch = await connection.createChannel();
-  await ch.assertQueue(parked, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
-  await ch.assertQueue(queue, {
-    durable: true,
-    arguments: {
-      'x-queue-type': 'quorum',
-      'x-dead-letter-exchange': '',
-      'x-dead-letter-routing-key': parked,
-    },
-  });
+  await declareWithParked(ch, { queue, parked });
   await ch.close();
 });
 

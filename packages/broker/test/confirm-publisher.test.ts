@@ -1,11 +1,11 @@
-import amqp, { type AmqpConnectionManager, type CreateChannelOpts } from 'amqp-connection-manager';
-import type { ConfirmChannel } from 'amqplib';
+import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
 import {
   amqpUrl,
   deleteAmqpObjects,
   LogCapture,
   onAmqpChannel,
   randomAmqpPrefix,
+  stallFirstChannel,
   waitFor,
 } from '@trips/testkit';
 import { PublishRefused, UnconfirmedPublish } from '../src/index.ts';
@@ -22,7 +22,8 @@ const prefix = randomAmqpPrefix();
 const queue = `${prefix}confirms`;
 const full = `${prefix}confirms.full`;
 let connection: AmqpConnectionManager;
-let channels = 0;
+/** How many channels the publishers have opened; the first one's confirms never reach them. */
+let channels: () => number;
 
 beforeAll(async () => {
   await onAmqpChannel(async (ch) => {
@@ -34,18 +35,7 @@ beforeAll(async () => {
     });
   });
   connection = amqp.connect([amqpUrl]);
-  // Every channel opened is counted; the first one's confirms never reach its client.
-  const createChannel = connection.createChannel.bind(connection);
-  connection.createChannel = (opts: CreateChannelOpts = {}) => {
-    const setup = opts.setup as (ch: ConfirmChannel) => Promise<void>;
-    return createChannel({
-      ...opts,
-      setup: async (ch: ConfirmChannel) => {
-        if (++channels === 1) ch.removeAllListeners('ack');
-        await setup(ch);
-      },
-    });
-  };
+  channels = stallFirstChannel(connection);
 });
 afterAll(async () => {
   await connection.close();
@@ -75,19 +65,19 @@ test('publishes left unconfirmed fail in time; the publisher moves to a new chan
       expect.anything(),
     ]);
     expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 10);
-    await waitFor(() => channels === 2, { what: 'a new channel' });
+    await waitFor(() => channels() === 2, { what: 'a new channel' });
     await send('d');
   } finally {
     await publisher.close();
   }
-  expect(channels).toBe(2);
+  expect(channels()).toBe(2);
   // Sent on the first channel all the same (its confirms were swallowed, not its publishes).
   expect(await bodies()).toEqual(['a', 'b', 'c', 'd']);
   expect(logs.lines.filter((l) => l.includes('a publish went unconfirmed past its timeout'))).toHaveLength(1);
 });
 
 test('a publish RabbitMQ refuses fails as PublishRefused, and the channel stays', async () => {
-  const before = channels;
+  const before = channels();
   const publisher = new ConfirmPublisher(connection, { name: 'test' }, new LogCapture('broker').logger);
   try {
     await expect(publisher.publish('', full, Buffer.from('x'), {})).rejects.toThrow(PublishRefused);
@@ -95,6 +85,6 @@ test('a publish RabbitMQ refuses fails as PublishRefused, and the channel stays'
   } finally {
     await publisher.close();
   }
-  expect(channels).toBe(before + 1);
+  expect(channels()).toBe(before + 1);
   expect(await bodies()).toEqual(['y']);
 });

@@ -2,6 +2,7 @@ import amqp from 'amqp-connection-manager';
 import amqplib, { type ChannelModel } from 'amqplib';
 import { amqpUrl, deleteAmqpObjects, LogCapture, randomAmqpPrefix, waitFor } from '@trips/testkit';
 import { Consumer, type ConsumerOptions } from '../src/client/index.ts';
+import { declareWithParked, depth } from './support.ts';
 
 // The Consumer against the real broker, on a quorum queue with a delivery limit and a parked queue
 // behind it, as the dispatcher declares its own (a limit of 3 here instead of 20, and pauses of
@@ -20,13 +21,6 @@ afterAll(async () => {
   await deleteAmqpObjects({ queues: [queue, parked] });
 });
 
-const depth = async (name: string) => {
-  const ch = await admin.createChannel();
-  const { messageCount } = await ch.checkQueue(name);
-  await ch.close();
-  return messageCount;
-};
-
 /**
  * One message through a Consumer whose handler fails `failures` times (Postgres away, say) and then
  * succeeds. Answers how many times it was handled, and whether the last handling got it fresh.
@@ -43,18 +37,7 @@ async function outlast(failures: number, options: Pick<ConsumerOptions, 'depende
       prefetch: 5,
       maxPauseMs: 20,
       setup: async (ch) => {
-        await ch.assertQueue(parked, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
-        await ch.assertQueue(queue, {
-          durable: true,
-          arguments: {
-            'x-queue-type': 'quorum',
-            'x-delivery-limit': LIMIT,
-            'x-dead-letter-exchange': '',
-            'x-dead-letter-routing-key': parked,
-          },
-        });
-        await ch.purgeQueue(queue);
-        await ch.purgeQueue(parked);
+        await declareWithParked(ch, { queue, parked, deliveryLimit: LIMIT });
       },
       handle: async (message) => {
         attempts++;
@@ -72,10 +55,10 @@ async function outlast(failures: number, options: Pick<ConsumerOptions, 'depende
     ch.sendToQueue(queue, Buffer.from('{}'), { persistent: true });
     await ch.waitForConfirms();
     await ch.close();
-    await waitFor(async () => handledFresh !== undefined || (await depth(parked)) > 0, {
+    await waitFor(async () => handledFresh !== undefined || (await depth(admin, parked)) > 0, {
       what: 'the message handled or parked',
     });
-    return { attempts, handledFresh, parked: await depth(parked) };
+    return { attempts, handledFresh, parked: await depth(admin, parked) };
   } finally {
     await consumer.stop();
     await connection.close();

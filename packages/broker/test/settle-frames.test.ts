@@ -2,6 +2,7 @@ import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
 import amqplib, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { amqpUrl, deleteAmqpObjects, LogCapture, randomAmqpPrefix, waitFor } from '@trips/testkit';
 import { Consumer, type ConsumerOptions, type Handler } from '../src/client/index.ts';
+import { declareWithParked, depth } from './support.ts';
 
 // Which frame the Consumer settles a message with. Since RabbitMQ 4.3 a basic.reject with requeue
 // counts towards a quorum queue's delivery limit and a basic.nack with requeue does not; this
@@ -44,13 +45,6 @@ afterAll(async () => {
   await deleteAmqpObjects({ queues: [queue, parked] });
 });
 
-const depth = async (name: string) => {
-  const ch = await admin.createChannel();
-  const { messageCount } = await ch.checkQueue(name);
-  await ch.close();
-  return messageCount;
-};
-
 function recordFrames(ch: ConfirmChannel, frames: string[]): void {
   const raw = ch as unknown as { sendImmediately(method: number, fields: Record<string, unknown>): void };
   const send = raw.sendImmediately.bind(raw);
@@ -74,18 +68,7 @@ async function start(handle: Handler, options: Partial<ConsumerOptions> = {}): P
       prefetch: 5,
       maxPauseMs: 20,
       setup: async (ch) => {
-        await ch.assertQueue(parked, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
-        await ch.assertQueue(queue, {
-          durable: true,
-          arguments: {
-            'x-queue-type': 'quorum',
-            'x-delivery-limit': 3,
-            'x-dead-letter-exchange': '',
-            'x-dead-letter-routing-key': parked,
-          },
-        });
-        await ch.purgeQueue(queue);
-        await ch.purgeQueue(parked);
+        await declareWithParked(ch, { queue, parked, deliveryLimit: 3 });
         recordFrames(ch, frames);
       },
       handle: (message, publisher) => {
@@ -128,7 +111,7 @@ test('a handler that throws while its dependencies are up returns the message wi
 test('a parked message is dead-lettered with basic.reject without requeue', async () => {
   const r = await start(async () => 'park');
   await publishOne();
-  await waitFor(async () => (await depth(parked)) === 1, { what: 'the message parked' });
+  await waitFor(async () => (await depth(admin, parked)) === 1, { what: 'the message parked' });
   expect(r.frames).toEqual(['basic.reject requeue=false']);
 });
 
@@ -148,7 +131,7 @@ test('a message held through an outage is given back with basic.nack once held h
   expect(heldMs).toBeLessThan(2_000);
   await waitFor(() => r.frames.includes('basic.ack'), { what: 'the message handled again and acked' });
   expect(r.frames).toEqual(['basic.nack requeue=true', 'basic.ack']);
-  expect(await depth(parked)).toBe(0);
+  expect(await depth(admin, parked)).toBe(0);
 });
 
 test('a consumer that stops while it holds a message gives it back with basic.nack', async () => {
@@ -164,6 +147,6 @@ test('a consumer that stops while it holds a message gives it back with basic.na
   await r.consumer.stop();
   await r.connection.close();
   expect(r.frames).toEqual(['basic.nack requeue=true']);
-  await waitFor(async () => (await depth(queue)) === 1, { what: 'the message back in its queue' });
-  expect(await depth(parked)).toBe(0);
+  await waitFor(async () => (await depth(admin, queue)) === 1, { what: 'the message back in its queue' });
+  expect(await depth(admin, parked)).toBe(0);
 });

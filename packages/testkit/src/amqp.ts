@@ -125,6 +125,32 @@ export async function waitForChannelRefusals(running: ServiceProcess, times: num
   });
 }
 
+/** What stallFirstChannel needs of a connection: amqp-connection-manager's, as the services hold one. */
+interface ChannelOpener {
+  createChannel(opts?: { setup?: unknown }): unknown;
+}
+
+/**
+ * Makes the first channel `connection` opens from now on a stalled one: RabbitMQ still gets its
+ * publishes, but their confirms never reach the client, as on a channel that missed a quorum queue's
+ * leader change (which cannot be caused at will). Answers how many channels it has opened since.
+ */
+export function stallFirstChannel(connection: ChannelOpener): () => number {
+  let channels = 0;
+  const createChannel = connection.createChannel.bind(connection);
+  connection.createChannel = (opts = {}) => {
+    const setup = opts.setup as ((ch: ConfirmChannel) => Promise<void>) | undefined;
+    return createChannel({
+      ...opts,
+      setup: async (ch: ConfirmChannel) => {
+        if (++channels === 1) ch.removeAllListeners('ack');
+        await setup?.(ch);
+      },
+    });
+  };
+  return () => channels;
+}
+
 /** Deletes queues and exchanges a test made; missing ones are fine. */
 export async function deleteAmqpObjects(names: { queues?: string[]; exchanges?: string[] }): Promise<void> {
   const conn = await amqplib.connect(amqpUrl);

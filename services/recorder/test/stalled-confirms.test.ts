@@ -1,5 +1,4 @@
-import amqp, { type AmqpConnectionManager, type CreateChannelOpts } from 'amqp-connection-manager';
-import type { ConfirmChannel } from 'amqplib';
+import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
 import { UnconfirmedPublish } from '@trips/broker';
 import {
   amqpUrl,
@@ -8,6 +7,7 @@ import {
   LogCapture,
   onAmqpChannel,
   randomAmqpPrefix,
+  stallFirstChannel,
   waitFor,
   type TestDatabase,
 } from '@trips/testkit';
@@ -24,7 +24,8 @@ const TIMEOUT_MS = 300;
 
 let t: TestDatabase;
 let connection: AmqpConnectionManager;
-let channels = 0;
+/** How many channels the publisher has opened; the first one's confirms never reach it. */
+let channels: () => number;
 const prefix = randomAmqpPrefix();
 const exchange = `${prefix}trips.events`;
 const expressExchange = `${exchange}.express`;
@@ -40,18 +41,7 @@ beforeAll(async () => {
     }
   });
   connection = amqp.connect([amqpUrl]);
-  // Every channel the publisher opens is counted; the first one's confirms never reach it.
-  const createChannel = connection.createChannel.bind(connection);
-  connection.createChannel = (opts: CreateChannelOpts = {}) => {
-    const setup = opts.setup as (ch: ConfirmChannel) => Promise<void>;
-    return createChannel({
-      ...opts,
-      setup: async (ch: ConfirmChannel) => {
-        if (++channels === 1) ch.removeAllListeners('ack');
-        await setup(ch);
-      },
-    });
-  };
+  channels = stallFirstChannel(connection);
 });
 afterAll(async () => {
   await connection.close();
@@ -83,7 +73,7 @@ test('a channel that confirms nothing in time is replaced, and the event goes ou
   } finally {
     await publisher.close();
   }
-  expect(channels).toBe(2);
+  expect(channels()).toBe(2);
   expect(await t.db.selectFrom('events_unpublished').select('id').execute()).toEqual([]);
   // Sent on both channels (the first one's confirm was swallowed, not its publish): the same id.
   const ids = await onAmqpChannel(async (ch) => {
