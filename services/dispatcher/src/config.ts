@@ -30,7 +30,8 @@ export function readConfig(source: Record<string, string | undefined> = process.
     /**
      * A consumer that received nothing for this long, and holds nothing, consumes on a new channel,
      * which returns any message its queue counts as delivered on the old one but never sent (a
-     * quorum queue can strand some around a leader change: consumer.ts, reopenIfIdle). 0: never.
+     * quorum queue can strand some around a leader change: @trips/broker's Consumer, reopenIfIdle).
+     * 0: never.
      */
     consumerIdleReopenMs: env.read('DISPATCHER_CONSUMER_IDLE_REOPEN'),
     /** Attempts in flight to one webhook from one dispatcher; more wait in the webhook's lane (lanes.ts). */
