@@ -1,8 +1,9 @@
 // The broker contract of the services: the names and shape of the RabbitMQ topology, the properties
-// of the messages on it, and the check of where a webhook may point. Below every service, so the
-// recorder, the dispatcher and the settings module all import it downward. The services' client (the
-// connection, its channels, the consumer) is a subpath, @trips/broker/client, which only the
-// services that hold a connection load.
+// of the messages on it, the check of where a webhook may point, and publishing with confirms (its
+// timeout, and the settings module's short-lived publish). Below every service, so the recorder, the
+// dispatcher and the settings module all import it downward. The services' client (the connection,
+// the confirm publisher, the consumer) is a subpath, @trips/broker/client, which only the services
+// that hold a connection load.
 export {
   declareTopology,
   eventsExchangeName,

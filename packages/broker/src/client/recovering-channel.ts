@@ -102,7 +102,8 @@ export class RecoveringChannel {
 
   /**
    * Replaces the channel now with a new one (whose setup runs again) and closes the old: for a
-   * consumer that wants RabbitMQ to take back what it counts as delivered on the old channel.
+   * consumer that wants RabbitMQ to take back what it counts as delivered on the old channel, and
+   * for a publisher leaving a channel that stopped confirming (ConfirmPublisher).
    */
   reopen(): void {
     if (this.closed) return;
