@@ -1,15 +1,20 @@
 // The baseline of `pnpm bench:dispatcher`, in its own process like the dispatcher it is compared
 // with: the least a webhook sender must do per delivery, with nothing in between. BENCH_CONCURRENCY
-// loops, each a signed `got.post` of an event record (same shape and size as the dispatcher's
-// bodies, same headers, HMAC-SHA256 signature as in D7) over a shared keep-alive agent, to
-// BENCH_TARGET_URL. No queue, no database, no SSRF guard, no breaker. Driven over IPC:
+// loops, each a signed POST of an event record (same shape and size as the dispatcher's bodies,
+// same headers, HMAC-SHA256 signature as in D7) with BENCH_BARE_CLIENT (bare-post.ts: https, the
+// dispatcher's own client and the floor; undici; got) to BENCH_TARGET_URL. No queue, no database,
+// no breaker. Driven over IPC:
 //   parent → { op: 'start' } … { op: 'stop' }  ← { stopped: true, sent, failures }
 import { eventRecord } from '@trips/contracts';
-import { bareSender } from './bare-post.ts';
+import { bareSender, type BareClient } from './bare-post.ts';
 
 const url = process.env.BENCH_TARGET_URL!;
 const concurrency = Number(process.env.BENCH_CONCURRENCY);
-const post = bareSender({ caFile: process.env.WEBHOOK_CA_FILE!, secret: process.env.BENCH_SECRET! });
+const post = bareSender({
+  caFile: process.env.WEBHOOK_CA_FILE!,
+  secret: process.env.BENCH_SECRET!,
+  client: (process.env.BENCH_BARE_CLIENT ?? 'https') as BareClient,
+});
 
 let running = false;
 let sent = 0;
@@ -27,9 +32,9 @@ async function loop(): Promise<void> {
       data: {},
       created_at: new Date(),
     });
-    const response = await post(url, JSON.stringify(event), event).catch(() => undefined);
+    const { statusCode } = await post(url, JSON.stringify(event), event);
     sent++;
-    if (!response || response.statusCode < 200 || response.statusCode >= 300) failures++;
+    if (statusCode < 200 || statusCode >= 300) failures++;
   }
 }
 

@@ -1,7 +1,7 @@
 // The bare pipeline's consumer for `pnpm bench:pipeline`: the least a webhook sender can do and
 // keep the spec's promises of delivery. It consumes the bare relay's quorum queue (prefetch 100,
 // ours' DISPATCHER_PREFETCH), signs each message's body as it came (HMAC-SHA256, D7's
-// `t=<unix>,v1=<hex>` of `<t>.<body>`), POSTs it with got over a keep-alive agent set up as the
+// `t=<unix>,v1=<hex>` of `<t>.<body>`), POSTs it with https.request over a keep-alive agent set up as the
 // dispatcher's and dispatcher-bare.ts's are, records the attempt in one INSERT into
 // webhook_attempts (the log owners read), and only then acks; a failed attempt is recorded and
 // the message requeued (at least once; the quorum queue's x-delivery-count numbers the attempt).
@@ -40,9 +40,10 @@ async function deliver(message: amqplib.ConsumeMessage): Promise<void> {
   let responseBody: string | null = null;
   try {
     const response = await post(url, body, { id: eventId, type: eventType });
-    status = response.statusCode;
-    responseBody = response.body.slice(0, 1024);
-    if (status < 200 || status >= 300) error = `HTTP ${status}`;
+    status = response.statusCode || null;
+    responseBody = response.body;
+    if (!status) error = 'no answer';
+    else if (status < 200 || status >= 300) error = `HTTP ${status}`;
   } catch (failure) {
     error = (failure as Error).message;
   }

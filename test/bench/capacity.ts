@@ -1,0 +1,175 @@
+// `pnpm bench:capacity` (issue 43, item 3): how many events a second this machine carries within
+// the latency target. The whole system (test/bench/system.ts): trips written one per transaction at
+// a rate raised in steps (BENCH_CAPACITY_RATES, events a second: 250,500,750,1000,1250), every event
+// to one webhook on a local HTTPS receiver, and the read API paced at BENCH_CAPACITY_API_RATE (300)
+// requests a second beside it. Each step writes for BENCH_CAPACITY_SECONDS (60), then waits for the
+// queues to drain. Per step it prints commit → received (p50, p99, max), CPU per event of each
+// process, and the machine's busy share. The result is the highest rate whose p99 stays ≤ 250 ms
+// with the queues drained ≤ 10 s after its writes stop; stepping stops after the first step that
+// misses. Target: 1,000 events a second, writer and receiver included.
+// Other engineers' runs share this 2-core machine: read the load average printed.
+import os from 'node:os';
+import { cpuBetween, sampleCpu, warnings } from './dispatcher-procs.ts';
+import { fmt, percentile, runBench, table } from './lib.ts';
+import { machineBusySeconds, now, startSystem, within, writeTrips, type System } from './system.ts';
+
+const RATES = (process.env.BENCH_CAPACITY_RATES ?? '250,500,750,1000,1250').split(',').map(Number);
+const STEP_SECONDS = Number(process.env.BENCH_CAPACITY_SECONDS ?? 60);
+const API_RATE = Number(process.env.BENCH_CAPACITY_API_RATE ?? 300);
+/** Unmeasured writing at the step's rate first: the pipeline reaches its pace. */
+const WARMUP_SECONDS = 5;
+const TARGET_P99_MS = 250;
+const TARGET_DRAIN_SECONDS = 10;
+const TARGET_RATE = 1_000;
+/** How long a step's drain is waited for, at most. */
+const DRAIN_LIMIT_SECONDS = 60;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Step {
+  rate: number;
+  written: number;
+  p50: number;
+  p99: number;
+  max: number;
+  neverArrived: number;
+  drainSeconds: number;
+  /** CPU µs per event, by process. */
+  cpuPerEvent: Record<string, number>;
+  busyShare: number;
+  api: { p99: number; failures: number };
+  met: boolean;
+}
+
+async function runStep(system: System, rate: number, step: number): Promise<Step> {
+  const writer = writeTrips(system.writerDb, system.agencyId, rate, `trp_c${step}_`);
+  await sleep(WARMUP_SECONDS * 1000);
+  // The API load beside the measured window: paced minutes of soak-api-load.ts.
+  const apiDone = system.load.next<{ p99: number; failures: number }>((m) => m.done === true);
+  apiDone.catch(() => {}); // awaited below; this only keeps an early crash from being unhandled
+  system.load.process.send({
+    op: 'run',
+    url: system.api.url,
+    headers: system.headers,
+    paths: system.readPaths,
+    rate: API_RATE,
+    minutes: Math.ceil(STEP_SECONDS / 60),
+  });
+  const arrived = new Map<string, number>();
+  const collect = async () => {
+    for (const [id, at] of await system.arrivals()) if (!arrived.has(id)) arrived.set(id, at);
+  };
+  const measuredFrom = now();
+  const cpuBefore = sampleCpu(system.cpuGroups);
+  const busyBefore = machineBusySeconds();
+  const writtenBefore = writer.committed.size;
+  const collecting = (async () => {
+    while (now() - measuredFrom < STEP_SECONDS * 1000) {
+      await collect();
+      await sleep(1_000);
+    }
+  })();
+  await collecting;
+  const cpu = cpuBetween(cpuBefore, sampleCpu(system.cpuGroups));
+  const busy = machineBusySeconds() - busyBefore;
+  const measuredTo = now();
+  const written = writer.committed.size - writtenBefore;
+  const api = await within(apiDone, 180_000, 'the API load did not finish its minutes');
+  await writer.stop();
+  const stoppedAt = now();
+  // Drained: every queue empty and every trip committed received.
+  let drainSeconds = Infinity;
+  while (now() - stoppedAt < DRAIN_LIMIT_SECONDS * 1000) {
+    await collect();
+    const left = await system.backlog();
+    const notReceived = [...writer.committed.keys()].filter((id) => !arrived.has(id)).length;
+    if (notReceived === 0 && Object.values(left).every((n) => n === 0)) {
+      drainSeconds = (now() - stoppedAt) / 1000;
+      break;
+    }
+    await sleep(250);
+  }
+  const latencies = [...writer.committed]
+    .filter(([, at]) => at >= measuredFrom && at <= measuredTo)
+    .map(([id, at]) => (arrived.get(id) ?? Infinity) - at)
+    .sort((a, b) => a - b);
+  const seconds = (measuredTo - measuredFrom) / 1000;
+  const p99 = percentile(latencies, 99);
+  return {
+    rate,
+    written: written / seconds,
+    p50: percentile(latencies, 50),
+    p99,
+    max: latencies.at(-1) ?? NaN,
+    neverArrived: latencies.filter((l) => l === Infinity).length,
+    drainSeconds,
+    cpuPerEvent: Object.fromEntries(Object.entries(cpu).map(([name, s]) => [name, (s * 1e6) / written])),
+    busyShare: busy / seconds / os.cpus().length,
+    api,
+    met: p99 <= TARGET_P99_MS && drainSeconds <= TARGET_DRAIN_SECONDS,
+  };
+}
+
+async function main(): Promise<void> {
+  const loadBefore = os.loadavg();
+  console.log(
+    `bench:capacity — steps ${RATES.join(', ')} events/s, ${STEP_SECONDS} s each (after ${WARMUP_SECONDS} s unmeasured), ` +
+      `the API paced at ${API_RATE} req/s beside them`,
+  );
+  const system = await startSystem();
+  const steps: Step[] = [];
+  for (const [i, rate] of RATES.entries()) {
+    const step = await runStep(system, rate, i);
+    steps.push(step);
+    console.log(
+      `${rate} events/s: written ${fmt.rps(step.written)}/s; commit → received p50 ${fmt.ms(step.p50)} / p99 ${fmt.ms(step.p99)} / max ${fmt.ms(step.max)} ms` +
+        `${step.neverArrived ? ` (${step.neverArrived} never arrived)` : ''}; drained ${Number.isFinite(step.drainSeconds) ? `${step.drainSeconds.toFixed(1)} s` : `not within ${DRAIN_LIMIT_SECONDS} s`}; ` +
+        `machine ${(step.busyShare * 100).toFixed(0)} % busy; API p99 ${fmt.ms(step.api.p99)} ms${step.api.failures ? `, ${step.api.failures} failed` : ''}; ` +
+        `CPU µs per event: ${Object.entries(step.cpuPerEvent)
+          .map(([name, us]) => `${name} ${us.toFixed(0)}`)
+          .join(', ')}`,
+    );
+    if (!step.met) break;
+  }
+  report(steps, system, loadBefore);
+}
+
+function report(steps: Step[], system: System, loadBefore: number[]): void {
+  const carried = steps.filter((s) => s.met).at(-1)?.rate ?? 0;
+  const names = Object.keys(steps[0]?.cpuPerEvent ?? {});
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
+  console.log(
+    `\nmachine: ${os.cpus().length} × ${os.cpus()[0]?.model}, node ${process.version}; load average before ${load(loadBefore)}, after ${load(os.loadavg())}\n`,
+  );
+  console.log(
+    table(
+      [
+        'events/s',
+        'p50 / p99 / max ms',
+        'drained',
+        'busy',
+        'API p99',
+        ...names.map((n) => `${n} µs/ev`),
+        'verdict',
+      ],
+      steps.map((s) => [
+        String(s.rate),
+        `${fmt.ms(s.p50)} / ${fmt.ms(s.p99)} / ${fmt.ms(s.max)}`,
+        Number.isFinite(s.drainSeconds) ? `${s.drainSeconds.toFixed(1)} s` : '—',
+        `${(s.busyShare * 100).toFixed(0)} %`,
+        `${fmt.ms(s.api.p99)} ms`,
+        ...names.map((n) => s.cpuPerEvent[n]!.toFixed(0)),
+        s.met ? 'MET' : 'MISS',
+      ]),
+    ),
+  );
+  console.log(
+    `\ncapacity: ${carried} events a second with p99 ≤ ${TARGET_P99_MS} ms and drained ≤ ${TARGET_DRAIN_SECONDS} s ` +
+      `(target ${TARGET_RATE}: ${carried >= TARGET_RATE ? 'MET' : 'MISS'})`,
+  );
+  const serviceWarnings = [...warnings(system.log('recorder')), ...warnings(system.log('dispatcher'))];
+  console.log(`warnings in the recorder's and dispatcher's logs: ${serviceWarnings.length}`);
+  for (const line of serviceWarnings.slice(0, 5)) console.log(`  ${line.slice(0, 300)}`);
+}
+
+await runBench(main);

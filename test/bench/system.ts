@@ -1,0 +1,375 @@
+// The whole system on this machine, as `pnpm bench:soak` and `pnpm bench:capacity` run it: a test
+// database and AMQP prefix of its own; the API, the recorder and the dispatcher as processes of
+// their own with production settings (but the limiter that never refuses, and the local receiver's
+// test CA); a local HTTPS receiver in a process of its own that notes when each delivery arrived;
+// one agency with an API key and one webhook (trip.created) at that receiver; trips for the API to
+// read; and the API load in a process of its own. The host application's writes (writeTrips) come
+// from the bench process itself, as a host application's would.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import amqplib from 'amqplib';
+import { queueNames, topology } from '@trips/broker';
+import { createDb } from '@trips/db';
+import { createAgency } from '@trips/db/agencies';
+import { createApiKey } from '@trips/db/api-keys';
+import { createWebhook } from '@trips/db/webhooks';
+import { readConfig } from '@trips/dispatcher';
+import {
+  amqpUrl,
+  createTestCa,
+  createTestDatabase,
+  deleteAmqpObjects,
+  randomAmqpPrefix,
+  type TestDatabase,
+} from '@trips/testkit';
+import { pidsMatching, startChild as startProcess, waitReady, type Child } from './dispatcher-procs.ts';
+import { freePort, median, onCleanup, saturate, startChild as startServer, type ChildServer } from './lib.ts';
+
+const API = fileURLToPath(new URL('../../services/api/src/main.ts', import.meta.url));
+const RECORDER = fileURLToPath(new URL('../../services/recorder/src/main.ts', import.meta.url));
+const DISPATCHER = fileURLToPath(new URL('../../services/dispatcher/src/main.ts', import.meta.url));
+const RECEIVER = fileURLToPath(new URL('./dispatcher-receiver.ts', import.meta.url));
+const API_LOAD = fileURLToPath(new URL('./soak-api-load.ts', import.meta.url));
+
+/** Trips the API reads, in turn. */
+const READ_TRIPS = 1_000;
+/** Connections the host application's writes share. */
+const WRITER_CONNECTIONS = 4;
+/** The API's maximum is measured as bench:api does: 20 connections, median of short rounds. */
+const MAX_CONNECTIONS = 20;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Epoch ms, sub-millisecond: the receiver stamps arrivals on the same clock. */
+export const now = () => performance.timeOrigin + performance.now();
+
+export type Service = 'api' | 'recorder' | 'dispatcher';
+
+export interface System {
+  t: TestDatabase;
+  agencyId: string;
+  /** The API's address, and what the API load sends. */
+  api: ChildServer;
+  headers: Record<string, string>;
+  readPaths: string[];
+  receiver: Child;
+  /** The API load's process (soak-api-load.ts). */
+  load: Child;
+  pids: Record<Service, number>;
+  metricsPorts: Record<Service, number>;
+  /** Each process's pids by name, for CPU accounting (dispatcher-procs.ts sampleCpu). */
+  cpuGroups: Record<string, () => number[]>;
+  writerDb: ReturnType<typeof createDb>;
+  /** Deliveries received so far. */
+  delivered(): Promise<number>;
+  /** Arrivals since the last call: trip id → when it arrived. */
+  arrivals(): Promise<[string, number][]>;
+  /** What is still on its way: the outbox, the unpublished events, each queue. */
+  backlog(): Promise<Record<string, number>>;
+  /** Each service's RSS and V8 heap in use, bytes. */
+  memory(): Promise<{ rss: Record<Service, number>; heap: Record<Service, number> }>;
+  log(service: 'recorder' | 'dispatcher'): string;
+}
+
+export async function startSystem(): Promise<System> {
+  const ca = await createTestCa();
+  const t = await createTestDatabase();
+  onCleanup(() => t.drop());
+  const prefix = randomAmqpPrefix();
+  // The dispatcher's queues with its default delays, as it runs here.
+  const names = topology(prefix, readConfig({}).policy.queueDelaysMs);
+  const queues = queueNames(names);
+  onCleanup(() => deleteAmqpObjects({ queues, exchanges: [names.eventsExchange, names.expressExchange] }));
+
+  const receiver = startProcess(
+    'receiver',
+    RECEIVER,
+    { BENCH_TLS_KEY: ca.key, BENCH_TLS_CERT: ca.cert },
+    true,
+  );
+  onCleanup(() => receiver.stop());
+  const { port } = await receiver.next<{ port: number }>((m) => m.ready === true);
+  // The receiver notes the arrival time of every delivery to a path starting with /e2e.
+  const path = '/e2e/system';
+  const delivered = async () =>
+    (await receiver.request<{ counts: Record<string, number> }>({ op: 'snapshot' })).counts[path] ?? 0;
+  const { agencyId, key, readIds } = await seed(t, `https://127.0.0.1:${port}${path}`);
+
+  // The dispatcher first: it declares the queues, so no event the recorder publishes goes unrouted.
+  const serviceEnv = { DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_PREFIX: prefix, LOG_LEVEL: 'info' };
+  const service = async (
+    name: string,
+    script: string,
+    healthVariable: string,
+    env: Record<string, string>,
+  ) => {
+    const healthPort = await freePort();
+    const child = startProcess(name, script, { ...serviceEnv, [healthVariable]: String(healthPort), ...env });
+    onCleanup(() => child.stop());
+    await waitReady(child, `http://127.0.0.1:${healthPort}/readyz`);
+    return Object.assign(child, { metricsPort: healthPort });
+  };
+  const dispatcher = await service('dispatcher', DISPATCHER, 'DISPATCHER_HEALTH_PORT', {
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_CA_FILE: ca.caFile,
+  });
+  const recorder = await service('recorder', RECORDER, 'RECORDER_HEALTH_PORT', {});
+  // As bench:api runs it: the limiter works on every request but never refuses.
+  const apiMetricsPort = await freePort();
+  const api = await startServer(
+    'system-api',
+    API,
+    {
+      ...serviceEnv,
+      RATE_LIMIT_PER_SECOND: '1000000000',
+      RATE_LIMIT_BURST: '1000000000',
+      API_METRICS_PORT: String(apiMetricsPort),
+    },
+    '/healthz',
+  );
+  onCleanup(() => api.stop());
+
+  // The seeded trips' events go through first, so they are not part of any figure.
+  for (const deadline = Date.now() + 60_000; (await delivered()) < READ_TRIPS; await sleep(200)) {
+    if (Date.now() > deadline) throw new Error('the seeded trips were not all delivered within 60 s');
+  }
+  await receiver.request({ op: 'arrivals' });
+  const load = startProcess('api-load', API_LOAD, {}, true);
+  onCleanup(() => load.stop());
+  await load.next((m) => m.ready === true);
+  const writerDb = createDb(t.url, { max: WRITER_CONNECTIONS, applicationName: 'bench-writer' });
+  onCleanup(() => writerDb.destroy());
+  const conn = await amqplib.connect(amqpUrl);
+  onCleanup(() => conn.close().catch(() => {}));
+
+  const pids = { api: api.pid, recorder: recorder.process.pid!, dispatcher: dispatcher.process.pid! };
+  const metricsPorts = {
+    api: apiMetricsPort,
+    recorder: recorder.metricsPort,
+    dispatcher: dispatcher.metricsPort,
+  };
+  const countRows = async (table: 'outbox' | 'events_unpublished') =>
+    Number(
+      (
+        await t.db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  return {
+    t,
+    agencyId,
+    api,
+    headers: { authorization: `Bearer ${key}` },
+    readPaths: readIds.map((id) => `/api/v1/trips/${id}`),
+    receiver,
+    load,
+    pids,
+    metricsPorts,
+    cpuGroups: {
+      api: () => [pids.api],
+      recorder: () => [pids.recorder],
+      dispatcher: () => [pids.dispatcher],
+      receiver: () => [receiver.process.pid!],
+      'API load': () => [load.process.pid!],
+      'bench (writer)': () => [process.pid],
+      postgres: () => pidsMatching(t.name),
+      rabbitmq: () => pidsMatching('beam.smp'),
+    },
+    writerDb,
+    delivered,
+    arrivals: async () =>
+      (await receiver.request<{ arrivals: [string, number][] }>({ op: 'arrivals' })).arrivals,
+    backlog: async () => {
+      const ch = await conn.createChannel();
+      const counts: Record<string, number> = {
+        outbox: await countRows('outbox'),
+        unpublished: await countRows('events_unpublished'),
+      };
+      for (const queue of queues)
+        counts[queue.slice(prefix.length)] = (await ch.checkQueue(queue)).messageCount;
+      await ch.close();
+      return counts;
+    },
+    memory: async () => {
+      const services = Object.keys(pids) as Service[];
+      const heaps = await Promise.all(services.map((name) => heapUsed(metricsPorts[name])));
+      return {
+        rss: Object.fromEntries(services.map((name) => [name, rss(pids[name])])) as Record<Service, number>,
+        heap: Object.fromEntries(services.map((name, i) => [name, heaps[i]!])) as Record<Service, number>,
+      };
+    },
+    log: (name) => (name === 'recorder' ? recorder.log() : dispatcher.log()),
+  };
+}
+
+/** The agency, its key and webhook, and the trips the API reads. */
+async function seed(t: TestDatabase, webhookUrl: string) {
+  const { id: agencyId } = await createAgency(t.db, {
+    name: 'Bench Golf Tours',
+    apiEnabled: true,
+    subscriptionStatus: 'active',
+  });
+  const { key } = await createApiKey(t.db, { agencyId, scopes: ['trips:read'] });
+  await createWebhook(t.db, { agencyId, url: webhookUrl, eventTypes: ['trip.created'] });
+  const readIds = (
+    await t.db
+      .insertInto('trips')
+      .values(
+        Array.from({ length: READ_TRIPS }, (_, i) => ({
+          agency_id: agencyId,
+          title: `Read ${i}`,
+          region: 'Algarve',
+          num_days: 7,
+          golfers: 4 + (i % 8),
+        })),
+      )
+      .returning('id')
+      .execute()
+  ).map((row) => row.id);
+  return { agencyId, key, readIds };
+}
+
+/** The API's maximum, as bench:api measures it: 20 connections, the median of short rounds. */
+export async function apiMaximum(
+  system: System,
+  rounds: number,
+  seconds: number,
+): Promise<{ max: number; rounds: number[] }> {
+  let next = 0;
+  const round = async (s: number) => {
+    const result = await saturate({
+      url: system.api.url,
+      seconds: s,
+      connections: MAX_CONNECTIONS,
+      headers: system.headers,
+      nextPath: () => system.readPaths[next++ % system.readPaths.length]!,
+    });
+    if (result.failures > 0) throw new Error(`API maximum: ${result.failures} failed requests`);
+    return result.rps;
+  };
+  await round(Math.min(3, seconds)); // unmeasured: connections, JIT
+  const measured: number[] = [];
+  for (let i = 0; i < rounds; i++) measured.push(await round(seconds));
+  return { max: median(measured), rounds: measured };
+}
+
+/**
+ * The host application's writes: one trip per INSERT, each its own transaction, started on an even
+ * schedule of `rate` a second whether or not earlier ones have answered. Each makes one
+ * trip.created event. `committed` notes when each INSERT answered (just after its commit).
+ */
+export function writeTrips(
+  db: ReturnType<typeof createDb>,
+  agencyId: string,
+  rate: number,
+  idPrefix = 'trp_w',
+) {
+  const committed = new Map<string, number>();
+  const inFlight = new Set<Promise<unknown>>();
+  let started = 0;
+  let failures = 0;
+  let firstFailure = '';
+  let running = true;
+  const begin = performance.now();
+  const loop = (async () => {
+    while (running) {
+      for (const due = ((performance.now() - begin) / 1000) * rate; started < due; started++) {
+        const id = `${idPrefix}${started}`;
+        const write = db
+          .insertInto('trips')
+          .values({ id, agency_id: agencyId, title: `Write ${started}`, num_days: 3 })
+          .execute()
+          .then(
+            () => void committed.set(id, now()),
+            (error: Error) => {
+              failures++;
+              firstFailure ||= error.message;
+            },
+          )
+          .finally(() => inFlight.delete(write));
+        inFlight.add(write);
+      }
+      await sleep(1);
+    }
+    await Promise.all(inFlight);
+  })();
+  return {
+    committed,
+    get failures() {
+      return failures;
+    },
+    get firstFailure() {
+      return firstFailure;
+    },
+    /** Starts no more writes and waits for those in flight. */
+    async stop() {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+/** CPU seconds the whole machine has spent busy (not idle, not waiting on I/O), from /proc/stat. */
+export function machineBusySeconds(): number {
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
+    .split('\n')[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return (user! + nice! + system! + irq! + softirq! + steal!) / 100; // USER_HZ
+}
+
+/**
+ * A service's V8 heap in use, from its Prometheus metrics (prom-client's default
+ * nodejs_heap_size_used_bytes), in bytes: beside RSS, it tells a heap that grows from one that
+ * holds on to memory it no longer uses. NaN when the metrics cannot be read.
+ */
+async function heapUsed(port: number): Promise<number> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    return Number(/^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
+}
+
+/** Resident memory of a process, from /proc (VmRSS), in bytes. */
+function rss(pid: number): number {
+  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  if (!kb) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(kb) * 1024;
+}
+
+/** `promise`, or an error with `message` once `ms` have passed. */
+export async function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)));
+  try {
+    return await Promise.race([promise, limit]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Growth over a series sampled at even steps, from a least-squares line through it rather than
+ * from its two ends (one sample taken during a collection would move those): the line's rise over
+ * the whole series, relative to its value at the first sample.
+ */
+export function fittedGrowth(values: number[]): number {
+  const n = values.length;
+  if (n < 2) return NaN;
+  const meanX = (n - 1) / 2;
+  const meanY = values.reduce((s, y) => s + y, 0) / n;
+  let num = 0;
+  let den = 0;
+  values.forEach((y, x) => {
+    num += (x - meanX) * (y - meanY);
+    den += (x - meanX) ** 2;
+  });
+  const slope = num / den;
+  const start = meanY - slope * meanX;
+  return (slope * (n - 1)) / start;
+}
