@@ -25,7 +25,8 @@ import type { DispatcherConfig } from './config.ts';
 import { Deliverer, type Outcome } from './deliverer.ts';
 import { Endpoints, type EndpointProtection } from './endpoint/endpoints.ts';
 import { fanOutHandler } from './fan-out.ts';
-import { LaneBell, laneEntry, Lanes } from './lanes.ts';
+import { LaneBell, laneEntry } from './lanes/bell.ts';
+import { Lanes, type LanesDeps } from './lanes/lanes.ts';
 import { Sender } from './sender.ts';
 import { Mailer } from './mailer.ts';
 import { dispatcherMetrics } from './metrics.ts';
@@ -259,11 +260,7 @@ function createMetrics(
   return { registry, inspector, metrics };
 }
 
-function createLanes(
-  config: DispatcherConfig,
-  deps: ConstructorParameters<typeof Lanes>[0],
-  logger: Logger,
-): Lanes {
+function createLanes(config: DispatcherConfig, deps: LanesDeps, logger: Logger): Lanes {
   return new Lanes(
     deps,
     {
