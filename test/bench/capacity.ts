@@ -37,6 +37,8 @@ interface Step {
   /** CPU µs per event, by process. */
   cpuPerEvent: Record<string, number>;
   busyShare: number;
+  /** Where the slowest 1 % spent their time, and when they were written. */
+  tail: string;
   api: { p99: number; failures: number };
   met: boolean;
 }
@@ -56,8 +58,13 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
     minutes: Math.ceil(STEP_SECONDS / 60),
   });
   const arrived = new Map<string, number>();
+  const recorded = new Map<string, number>();
   const collect = async () => {
-    for (const [id, at] of await system.arrivals()) if (!arrived.has(id)) arrived.set(id, at);
+    for (const [id, at, recordedAt] of await system.arrivals()) {
+      if (arrived.has(id)) continue;
+      arrived.set(id, at);
+      recorded.set(id, recordedAt);
+    }
   };
   const measuredFrom = now();
   const cpuBefore = sampleCpu(system.cpuGroups);
@@ -89,12 +96,11 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
     }
     await sleep(250);
   }
-  const latencies = [...writer.committed]
-    .filter(([, at]) => at >= measuredFrom && at <= measuredTo)
-    .map(([id, at]) => (arrived.get(id) ?? Infinity) - at)
-    .sort((a, b) => a - b);
+  const measured = [...writer.committed].filter(([, at]) => at >= measuredFrom && at <= measuredTo);
+  const latencies = measured.map(([id, at]) => (arrived.get(id) ?? Infinity) - at).sort((a, b) => a - b);
   const seconds = (measuredTo - measuredFrom) / 1000;
   const p99 = percentile(latencies, 99);
+  const tail = await slowestTail(system, measured, { arrived, recorded }, p99, measuredFrom);
   return {
     rate,
     written: written / seconds,
@@ -106,8 +112,56 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
     cpuPerEvent: Object.fromEntries(Object.entries(cpu).map(([name, s]) => [name, (s * 1e6) / written])),
     busyShare: busy / seconds / os.cpus().length,
     api,
+    tail,
     met: p99 <= TARGET_P99_MS && drainSeconds <= TARGET_DRAIN_SECONDS,
   };
+}
+
+/**
+ * Where the slowest 1 % spent their time (medians of commit → recorded, recorded → attempt started,
+ * attempt → received) and when they were written: bunched in a second or two, they were held up
+ * together by one stall of the pipeline; spread out, by a queue.
+ */
+async function slowestTail(
+  system: System,
+  measured: [string, number][],
+  seen: { arrived: Map<string, number>; recorded: Map<string, number> },
+  p99: number,
+  from: number,
+): Promise<string> {
+  const slow = measured.filter(
+    ([id, at]) => (seen.arrived.get(id) ?? Infinity) - at >= p99 && seen.arrived.has(id),
+  );
+  if (slow.length === 0) return 'none';
+  const attempts = new Map(
+    (
+      await system.t.db
+        .selectFrom('webhook_attempts as a')
+        .innerJoin('events as e', 'e.id', 'a.event_id')
+        .select(['e.object_id', 'a.attempted_at'])
+        .where(
+          'e.object_id',
+          'in',
+          slow.map(([id]) => id),
+        )
+        .where('a.attempt', '=', 1)
+        .execute()
+    ).map((r) => [r.object_id, new Date(r.attempted_at).getTime()]),
+  );
+  const med = (xs: number[]) =>
+    fmt.ms(
+      percentile(
+        [...xs].sort((a, b) => a - b),
+        50,
+      ),
+    );
+  const written = slow.map(([, at]) => (at - from) / 1000);
+  return (
+    `${slow.length} slowest: commit → recorded ${med(slow.map(([id, at]) => seen.recorded.get(id)! - at))} ms, ` +
+    `recorded → attempt ${med(slow.map(([id]) => (attempts.get(id) ?? NaN) - seen.recorded.get(id)!))} ms, ` +
+    `attempt → received ${med(slow.map(([id]) => seen.arrived.get(id)! - (attempts.get(id) ?? NaN)))} ms (medians); ` +
+    `written between ${Math.min(...written).toFixed(1)} and ${Math.max(...written).toFixed(1)} s into the step`
+  );
 }
 
 async function main(): Promise<void> {
@@ -129,6 +183,7 @@ async function main(): Promise<void> {
           .map(([name, us]) => `${name} ${us.toFixed(0)}`)
           .join(', ')}`,
     );
+    console.log(`  the tail: ${step.tail}`);
     if (!step.met) break;
   }
   report(steps, system, loadBefore);

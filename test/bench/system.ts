@@ -61,8 +61,8 @@ export interface System {
   writerDb: ReturnType<typeof createDb>;
   /** Deliveries received so far. */
   delivered(): Promise<number>;
-  /** Arrivals since the last call: trip id → when it arrived. */
-  arrivals(): Promise<[string, number][]>;
+  /** Arrivals since the last call: trip id, when it arrived, and when its event was recorded. */
+  arrivals(): Promise<[string, number, number][]>;
   /** What is still on its way: the outbox, the unpublished events, each queue. */
   backlog(): Promise<Record<string, number>>;
   /** Each service's RSS and V8 heap in use, bytes. */
@@ -179,7 +179,7 @@ export async function startSystem(): Promise<System> {
     writerDb,
     delivered,
     arrivals: async () =>
-      (await receiver.request<{ arrivals: [string, number][] }>({ op: 'arrivals' })).arrivals,
+      (await receiver.request<{ arrivals: [string, number, number][] }>({ op: 'arrivals' })).arrivals,
     backlog: async () => {
       const ch = await conn.createChannel();
       const counts: Record<string, number> = {
