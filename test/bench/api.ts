@@ -94,7 +94,37 @@ interface PacedSeries {
   cpuRounds: number[];
 }
 
-async function main() {
+/** The servers under test: ours in three settings and two bare servers answering the same query. */
+interface Servers {
+  ours: Target;
+  bare: Target;
+  barePrepared: Target;
+  warn: Target;
+  pgStore: Target;
+}
+
+/** What the steps share: the seeded trips, the servers, and the saturated load's next trip. */
+interface Bench {
+  paths: string[];
+  nextPath: () => string;
+  servers: Servers;
+  /** In the order the saturated rounds start from. */
+  targets: Target[];
+}
+
+/** A target's saturated figures over its rounds, with its server's and Postgres' CPU per request. */
+type Saturated = ReturnType<typeof summarize> & { cpu: number; dbCpu: number };
+
+/** The paced series, at half ours' maximum and at half the prepared bare's own. */
+interface Paced {
+  rate: number;
+  oursPaced: PacedSeries;
+  controlPaced: PacedSeries;
+  bareOwnHalfPaced: PacedSeries;
+}
+
+/** Seeds a database and starts the five servers on it, each checked to answer the same trip. */
+async function setUp(): Promise<Bench> {
   const t = await createTestDatabase();
   onCleanup(() => t.drop());
   const { agencyId, key, tripIds } = await seed(t.db);
@@ -147,24 +177,30 @@ async function main() {
       throw new Error(`${target.label} answered ${res.status} ${JSON.stringify(body)}`);
     }
   }
+  return { paths, nextPath, servers: { ours, bare, barePrepared, warn, pgStore }, targets };
+}
 
-  const load = async (target: Target, seconds: number) => {
-    const result = await saturate({
-      url: target.server.url,
-      seconds,
-      connections: CONNECTIONS,
-      headers: target.headers,
-      nextPath,
-    });
-    if (result.failures > 0) throw new Error(`${target.label}: ${result.failures} failed requests`);
-    return result;
-  };
+/** Saturates one target for `seconds` over CONNECTIONS connections; any failed request fails the bench. */
+async function load(bench: Bench, target: Target, seconds: number): Promise<LoadResult> {
+  const result = await saturate({
+    url: target.server.url,
+    seconds,
+    connections: CONNECTIONS,
+    headers: target.headers,
+    nextPath: bench.nextPath,
+  });
+  if (result.failures > 0) throw new Error(`${target.label}: ${result.failures} failed requests`);
+  return result;
+}
 
+/** Warms every target, then runs the saturated rounds, alternating, and prints a line per round. */
+async function saturatedRounds(bench: Bench): Promise<Map<Target, Saturated>> {
+  const { targets } = bench;
   console.log(
     `node ${process.version}, ${availableParallelism()} cores; ${CONNECTIONS} connections, pipelining 1, ` +
       `pool ${POOL_SIZE}; ${ROUNDS} rounds of ${ROUND_SECONDS} s per target, alternating\n`,
   );
-  for (const target of targets) await load(target, FIRST_WARMUP_SECONDS);
+  for (const target of targets) await load(bench, target, FIRST_WARMUP_SECONDS);
 
   // Alternating rounds, each starting with the next target, so that a burst of noise from the
   // rest of the machine hits every target alike rather than whichever happened to be running.
@@ -177,11 +213,11 @@ async function main() {
   for (let round = 0; round < ROUNDS; round++) {
     for (let i = 0; i < targets.length; i++) {
       const target = targets[(i + round) % targets.length]!;
-      await load(target, ROUND_WARMUP_SECONDS);
+      await load(bench, target, ROUND_WARMUP_SECONDS);
       const serverMeter = cpuMeter(target.server.pid);
       const dbMeter = commandCpuMeter('postgres');
       const steal = stealMeter();
-      const result = await load(target, ROUND_SECONDS);
+      const result = await load(bench, target, ROUND_SECONDS);
       const cpu = serverMeter() / result.latencies.length;
       const dbCpu = dbMeter() / result.latencies.length;
       rounds.get(target)!.push(result);
@@ -195,7 +231,7 @@ async function main() {
       );
     }
   }
-  const stats = new Map(
+  return new Map(
     targets.map((target) => [
       target,
       {
@@ -205,10 +241,13 @@ async function main() {
       },
     ]),
   );
-  const of = (target: Target) => stats.get(target)!;
+}
 
+/** Runs the paced rounds at half the maximum, alternating, and prints a line per round. */
+async function pacedRounds(bench: Bench, of: (target: Target) => Saturated): Promise<Paced> {
+  const { ours, barePrepared } = bench.servers;
   // Half the maximum, at an even pace (see paced() for why autocannon's overallRate is not), in
-  // alternating rounds like the above. Three series:
+  // alternating rounds like the saturated ones. Three series:
   // - ours at half its maximum: the target;
   // - the control, the prepared bare at the same pace (the same work in Postgres as ours): what
   //   the machine and the load generator themselves add to the tail at that rate;
@@ -241,11 +280,11 @@ async function main() {
       warmupSeconds,
       connections: CONNECTIONS,
       rate: one.rate,
-      paths,
+      paths: bench.paths,
     });
   // One unmeasured pass per series first. The load generator's own HTTP client is new here
-  // (autocannon drove the rounds above), and its first pass stalls some 10 000 requests in, at the
-  // same point against a trivial server too (most likely V8 optimizing the client's code), so
+  // (autocannon drove the saturated rounds), and its first pass stalls some 10 000 requests in, at
+  // the same point against a trivial server too (most likely V8 optimizing the client's code), so
   // whichever server went first took the stall: a warm server's first pass measured a p99 many
   // times its later ones' (docs/benchmarks/api.md, "Runs on the AMD machine, and the load
   // generator warmed").
@@ -274,9 +313,12 @@ async function main() {
       );
     }
   }
-  const atHalf = summarize(oursPaced.rounds);
-  const controlAtHalf = summarize(controlPaced.rounds);
-  const bareAtOwnHalf = summarize(bareOwnHalfPaced.rounds);
+  return { rate, oursPaced, controlPaced, bareOwnHalfPaced };
+}
+
+/** Ours at the paced rate with autocannon's overallRate, bursty, for reference. */
+async function burstyRound(bench: Bench, rate: number) {
+  const { ours } = bench.servers;
   const atHalfBursty = summarize([
     await saturate({
       url: ours.server.url,
@@ -284,11 +326,24 @@ async function main() {
       connections: CONNECTIONS,
       overallRate: rate,
       headers: ours.headers,
-      nextPath,
+      nextPath: bench.nextPath,
     }),
   ]);
   if (atHalfBursty.failures > 0) throw new Error(`half rate: ${atHalfBursty.failures} failed requests`);
+  return atHalfBursty;
+}
 
+/** Prints the table of every measurement and the verdicts against the targets. */
+function report(
+  { servers }: Bench,
+  of: (target: Target) => Saturated,
+  { rate, oursPaced, controlPaced, bareOwnHalfPaced }: Paced,
+  atHalfBursty: ReturnType<typeof summarize>,
+) {
+  const { ours, bare, barePrepared, warn, pgStore } = servers;
+  const atHalf = summarize(oursPaced.rounds);
+  const controlAtHalf = summarize(controlPaced.rounds);
+  const bareAtOwnHalf = summarize(bareOwnHalfPaced.rounds);
   // A server at half its maximum is busy (paced cost) / (2 × saturated cost) of a core: the
   // dearer an even pace makes its requests, the less headroom it keeps for a stall to drain.
   const paceCost = (one: PacedSeries) => {
@@ -369,6 +424,15 @@ async function main() {
       `bare prepared ${fmt.rps(of(barePrepared).dbCpu)} µs` +
       `\nwhat an even pace costs: ${paceCost(oursPaced)}; ${paceCost(bareOwnHalfPaced)}`,
   );
+}
+
+async function main() {
+  const bench = await setUp();
+  const stats = await saturatedRounds(bench);
+  const of = (target: Target) => stats.get(target)!;
+  const paced = await pacedRounds(bench, of);
+  const atHalfBursty = await burstyRound(bench, paced.rate);
+  report(bench, of, paced, atHalfBursty);
 }
 
 await runBench(main);
