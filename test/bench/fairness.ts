@@ -44,7 +44,14 @@ import { createDb, createPool } from '@trips/db';
 import { createAgency } from '@trips/db/agencies';
 import { createWebhook } from '@trips/db/webhooks';
 import { readConfig } from '@trips/dispatcher';
-import { amqpUrl, createTestCa, createTestDatabase, randomAmqpPrefix, type TestCa } from '@trips/testkit';
+import {
+  amqpUrl,
+  createTestCa,
+  createTestDatabase,
+  randomAmqpPrefix,
+  type TestCa,
+  type TestDatabase,
+} from '@trips/testkit';
 import {
   cpuBetween,
   deleteAmqp,
@@ -53,6 +60,7 @@ import {
   startChild,
   waitReady,
   warnings,
+  type Child,
 } from './dispatcher-procs.ts';
 import { fmt, freePort, onCleanup, percentile, runBench, table } from './lib.ts';
 
@@ -188,6 +196,92 @@ interface Result {
   notes: string[];
 }
 
+/** What every step of one variant shares: the variant, its names and cap, its cleanup and its log. */
+interface Run {
+  v: Variant;
+  /** The variant's name as it goes into child processes' names. */
+  key: string;
+  cap: number;
+  ca: TestCa;
+  /** Registers a step of this variant's cleanup, run in reverse order. */
+  defer: (step: () => Promise<unknown>) => void;
+  log: (line: string) => void;
+}
+
+/** A receiver in a process of its own, and the base of its URLs. */
+interface Receiver {
+  child: Child;
+  base: string;
+}
+
+/** One variant's system: its database, the receivers, the two agencies and the services. */
+interface System {
+  t: TestDatabase;
+  receiverA: Receiver;
+  receiverB: Receiver;
+  agencyAId: string;
+  agencyBId: string;
+  /** A's main endpoint's path on its receiver. */
+  aPath: string;
+  dispatcher: Child;
+  recorder: Child;
+  /** The dispatcher's health port, where its /metrics answers. */
+  healthPort: number;
+}
+
+/** B's steady writer: its trips' commit times and arrivals, how to poll them and how to stop it. */
+interface WriterB {
+  /** B's trips: when its INSERT's answer came (a loopback round trip after the commit, in our favour). */
+  committed: Map<string, number>;
+  arrived: Map<string, { at: number; recordedAt: number }>;
+  writeFailures: number;
+  poll: () => Promise<void>;
+  stop: () => Promise<void>;
+}
+
+type Stats = {
+  at: number;
+  paths: Record<string, { requests: number; distinct: number; lastNewAt: number }>;
+};
+
+/** A's flood window: from its first INSERT until A is drained or the cap passes. */
+interface FloodWindow {
+  start: number;
+  end: number;
+  /** When A's receiver had A's last distinct trip; undefined when not drained within the cap. */
+  drainedAt: number | undefined;
+  aReceived: number;
+  /** CPU seconds per group of processes over the window. */
+  cpu: Record<string, number>;
+  cpuSeconds: number;
+  outcomes: Outcomes | undefined;
+  /** When A's last INSERT … SELECT committed. */
+  committedAt: number;
+  /** Requests per path on A's receiver (hanging+trickling only). */
+  othersStats: Stats['paths'];
+}
+
+/** The quiet period after the flood window (dead only). */
+interface DeadPeriod {
+  cpuPercent: number;
+  seconds: number;
+  to: number;
+  rows: string[][];
+  /** The dispatcher's log lines over the period, the first and last 3 when there are more than 6. */
+  lines: string[];
+}
+
+/** B's commit → received over the baseline and the flood window, and the flood's split by stage. */
+interface FiguresOfB {
+  baseline: Latencies;
+  flood: Latencies;
+  toRecorded: number[];
+  toStarted: number[];
+  toReceived: number[];
+}
+
+const B_PATH = '/fast/b';
+
 async function runVariant(v: Variant, ca: TestCa): Promise<Result> {
   const key = v.name.replace('+', '-');
   const cap = capSeconds(v.flood);
@@ -198,21 +292,52 @@ async function runVariant(v: Variant, ca: TestCa): Promise<Result> {
     while (scope.length > 0) await scope.pop()!().catch((error) => console.error(error));
   };
   onCleanup(release);
+  const log = (line: string) => console.log(`[${v.name}] ${line}`);
   try {
-    return await measureVariant(v, key, cap, ca, defer);
+    return await measureVariant({ v, key, cap, ca, defer, log });
   } finally {
     await release();
   }
 }
 
-async function measureVariant(
-  v: Variant,
-  key: string,
-  cap: number,
-  ca: TestCa,
-  defer: (step: () => Promise<unknown>) => void,
-): Promise<Result> {
-  const log = (line: string) => console.log(`[${v.name}] ${line}`);
+/** The variant's steps in order: system, B writing, baseline, A's flood, dead period, figures. */
+async function measureVariant(run: Run): Promise<Result> {
+  const { v, log } = run;
+  const sys = await setUpSystem(run);
+  const b = startWriterB(sys, run.defer);
+
+  log(`services up; B writing; ${WARMUP_SECONDS} s warm-up, ${BASELINE_SECONDS} s baseline`);
+  await sleep(WARMUP_SECONDS * 1000);
+  const baselineFrom = now();
+  await sleep(BASELINE_SECONDS * 1000);
+  await b.poll();
+
+  const flood = await floodA(run, sys, b);
+  const dead = v.after ? await deadPeriod(sys, b, log) : undefined;
+
+  // B's late deliveries, then the figures.
+  await b.stop();
+  await waitForLateB(b, dead ? dead.to : flood.end);
+  const figures = await figuresOfB(sys, b, baselineFrom, flood);
+  return variantResult(run, sys, b, flood, figures, dead);
+}
+
+/** Starts a receiver in a process of its own, timing the arrivals at `timed` paths. */
+async function startReceiver({ key, ca, defer }: Run, who: string, timed: string[]): Promise<Receiver> {
+  const child = startChild(
+    `fairness-${key}-receiver-${who}`,
+    RECEIVER,
+    { BENCH_TLS_KEY: ca.key, BENCH_TLS_CERT: ca.cert, BENCH_TIMED_PATHS: timed.join(',') },
+    true,
+  );
+  defer(() => child.stop());
+  const { port } = await child.next<{ port: number }>((m) => m.ready === true);
+  return { child, base: `https://127.0.0.1:${port}` };
+}
+
+/** Sets up the variant's system: database, broker names, receivers, agencies and webhooks, services. */
+async function setUpSystem(run: Run): Promise<System> {
+  const { v, key, ca, defer } = run;
   const t = await createTestDatabase();
   defer(() => t.drop());
   const prefix = randomAmqpPrefix();
@@ -221,20 +346,8 @@ async function measureVariant(
   defer(() => deleteAmqp(prefix, names));
 
   // B's receiver apart from A's, so A's flood of deliveries never delays B's timestamps.
-  const startReceiver = async (who: string, timed: string[]) => {
-    const child = startChild(
-      `fairness-${key}-receiver-${who}`,
-      RECEIVER,
-      { BENCH_TLS_KEY: ca.key, BENCH_TLS_CERT: ca.cert, BENCH_TIMED_PATHS: timed.join(',') },
-      true,
-    );
-    defer(() => child.stop());
-    const { port } = await child.next<{ port: number }>((m) => m.ready === true);
-    return { child, base: `https://127.0.0.1:${port}` };
-  };
-  const B_PATH = '/fast/b';
-  const receiverB = await startReceiver('b', [B_PATH]);
-  const receiverA = await startReceiver('a', []);
+  const receiverB = await startReceiver(run, 'b', [B_PATH]);
+  const receiverA = await startReceiver(run, 'a', []);
 
   const agencyB = await createAgency(t.db, {
     name: 'B (steady)',
@@ -288,29 +401,46 @@ async function measureVariant(
   });
   defer(() => recorder.stop());
   await waitReady(recorder, `http://127.0.0.1:${recorderHealth}/readyz`);
+  const [agencyAId, agencyBId] = [agencyA.id, agencyB.id];
+  return { t, receiverA, receiverB, agencyAId, agencyBId, aPath, dispatcher, recorder, healthPort };
+}
 
-  // ---- B: one trip every 200 ms, on schedule whatever the earlier ones are doing ----
-  const writerB = createDb(t.url, { max: 4, applicationName: 'bench-fairness-b' });
+/** Starts B writing one trip every B_INTERVAL_MS, on schedule whatever the earlier ones are doing. */
+function startWriterB(sys: System, defer: Run['defer']): WriterB {
+  const writerB = createDb(sys.t.url, { max: 4, applicationName: 'bench-fairness-b' });
   defer(() => writerB.destroy());
-  /** B's trips: when its INSERT's answer came (a loopback round trip after the commit, in our favour). */
-  const committed = new Map<string, number>();
-  const arrived = new Map<string, { at: number; recordedAt: number }>();
-  let bWriteFailures = 0;
-  let bWriting = true;
-  const bLoop = (async () => {
+  let writing = true;
+  const b: WriterB = {
+    committed: new Map(),
+    arrived: new Map(),
+    writeFailures: 0,
+    poll: async () => {
+      const { arrivals } = await sys.receiverB.child.request<{
+        arrivals: [string, string, number, number][];
+      }>({ op: 'arrivals' });
+      for (const [, id, at, recordedAt] of arrivals) {
+        if (!b.arrived.has(id)) b.arrived.set(id, { at, recordedAt });
+      }
+    },
+    stop: async () => {
+      writing = false;
+      await loop;
+    },
+  };
+  const loop = (async () => {
     const pending = new Set<Promise<void>>();
     const started = performance.now();
-    for (let written = 0; bWriting; await sleep(5)) {
+    for (let written = 0; writing; await sleep(5)) {
       const due = Math.floor((performance.now() - started) / B_INTERVAL_MS) + 1;
       for (; written < due; written++) {
         const id = `trp_b${written}`;
         const write: Promise<void> = writerB
           .insertInto('trips')
-          .values({ id, agency_id: agencyB.id, title: 'Steady', num_days: 3 })
+          .values({ id, agency_id: sys.agencyBId, title: 'Steady', num_days: 3 })
           .execute()
           .then(
-            () => void committed.set(id, now()),
-            () => void bWriteFailures++,
+            () => void b.committed.set(id, now()),
+            () => void b.writeFailures++,
           )
           .finally(() => pending.delete(write));
         pending.add(write);
@@ -318,67 +448,54 @@ async function measureVariant(
     }
     await Promise.all(pending);
   })();
-  const stopB = async () => {
-    bWriting = false;
-    await bLoop;
-  };
-  defer(stopB);
-  const pollB = async () => {
-    const { arrivals } = await receiverB.child.request<{ arrivals: [string, string, number, number][] }>({
-      op: 'arrivals',
-    });
-    for (const [, id, at, recordedAt] of arrivals) if (!arrived.has(id)) arrived.set(id, { at, recordedAt });
-  };
-  type Stats = {
-    at: number;
-    paths: Record<string, { requests: number; distinct: number; lastNewAt: number }>;
-  };
-  const statsA = () => receiverA.child.request<Stats>({ op: 'stats' });
+  defer(b.stop);
+  return b;
+}
 
-  // ---- Warm-up, then the baseline ----
-  log(`services up; B writing; ${WARMUP_SECONDS} s warm-up, ${BASELINE_SECONDS} s baseline`);
-  await sleep(WARMUP_SECONDS * 1000);
-  const baselineFrom = now();
-  await sleep(BASELINE_SECONDS * 1000);
-  await pollB();
+/** What A's receiver has had so far, per path. */
+const statsOfA = (sys: System) => sys.receiverA.child.request<Stats>({ op: 'stats' });
 
-  // ---- A's flood: four INSERT … SELECT generate_series, one after the other ----
-  const cpuGroups = {
-    dispatcher: () => [dispatcher.process.pid!],
-    recorder: () => [recorder.process.pid!],
-    receivers: () => [receiverA.child.process.pid!, receiverB.child.process.pid!],
-    postgres: () => pidsMatching(t.name),
-    rabbitmq: () => pidsMatching('beam.smp'),
-    bench: () => [process.pid],
-  };
+/** The processes whose CPU the flood window measures, by group. */
+const cpuGroupsOf = (sys: System) => ({
+  dispatcher: () => [sys.dispatcher.process.pid!],
+  recorder: () => [sys.recorder.process.pid!],
+  receivers: () => [sys.receiverA.child.process.pid!, sys.receiverB.child.process.pid!],
+  postgres: () => pidsMatching(sys.t.name),
+  rabbitmq: () => pidsMatching('beam.smp'),
+  bench: () => [process.pid],
+});
+
+/** A's flood in four INSERT … SELECT generate_series, watched until A is drained or the cap. */
+async function floodA({ v, cap, defer, log }: Run, sys: System, b: WriterB): Promise<FloodWindow> {
+  const cpuGroups = cpuGroupsOf(sys);
   const cpuBefore = sampleCpu(cpuGroups);
   // A bulk import: one connection, four statements of a quarter each, each its own transaction.
-  const writerA = createPool(t.url, { max: 1, applicationName: 'bench-fairness-a' });
+  const writerA = createPool(sys.t.url, { max: 1, applicationName: 'bench-fairness-a' });
   defer(() => writerA.end());
   log(`flood: A imports ${count(v.flood)} trips; waiting until A is drained or ${cap} s`);
-  const floodStart = now();
-  const floodWritten = (async () => {
+  const start = now();
+  const written = (async () => {
     const per = Math.ceil(v.flood / STATEMENTS);
     for (let from = 1; from <= v.flood; from += per) {
       const to = Math.min(v.flood, from + per - 1);
       await writerA.query(
         `INSERT INTO trips (id, agency_id, title, num_days)
          SELECT 'trp_a' || g, $1, 'Import', 3 FROM generate_series($2::int, $3::int) g`,
-        [agencyA.id, from, to],
+        [sys.agencyAId, from, to],
       );
     }
     return now();
   })();
   // Not awaited until the window ends; a failure is reported then, not as an unhandled rejection.
-  floodWritten.catch(() => {});
-  const capAt = floodStart + cap * 1000;
+  written.catch(() => {});
+  const capAt = start + cap * 1000;
   let drainedAt: number | undefined;
   let aReceived = 0;
-  let lastReport = floodStart;
-  while (now() < capAt && dispatcher.process.exitCode === null) {
+  let lastReport = start;
+  while (now() < capAt && sys.dispatcher.process.exitCode === null) {
     await sleep(250);
-    await pollB();
-    const a = (await statsA()).paths[aPath];
+    await b.poll();
+    const a = (await statsOfA(sys)).paths[sys.aPath];
     aReceived = a?.distinct ?? 0;
     if (aReceived >= v.flood) {
       drainedAt = a!.lastNewAt;
@@ -386,98 +503,113 @@ async function measureVariant(
     }
     if (now() - lastReport >= 15_000) {
       lastReport = now();
-      log(`  ${seconds(lastReport - floodStart)}: A received ${count(aReceived)} of ${count(v.flood)}`);
+      log(`  ${seconds(lastReport - start)}: A received ${count(aReceived)} of ${count(v.flood)}`);
     }
   }
-  if (dispatcher.process.exitCode !== null) {
+  if (sys.dispatcher.process.exitCode !== null) {
     throw new Error(
-      `the dispatcher exited with ${dispatcher.process.exitCode}:\n${dispatcher.log().slice(-2_000)}`,
+      `the dispatcher exited with ${sys.dispatcher.process.exitCode}:\n${sys.dispatcher.log().slice(-2_000)}`,
     );
   }
-  const floodEnd = drainedAt ?? Math.min(now(), capAt);
-  const floodCpu = cpuBetween(cpuBefore, sampleCpu(cpuGroups));
-  const floodCpuSeconds = (now() - floodStart) / 1000;
-  const floodOutcomes = await readOutcomes(healthPort);
-  const floodCommittedAt = await floodWritten;
-  const othersStats = v.others ? (await statsA()).paths : {};
+  const end = drainedAt ?? Math.min(now(), capAt);
+  const cpu = cpuBetween(cpuBefore, sampleCpu(cpuGroups));
+  const cpuSeconds = (now() - start) / 1000;
+  const outcomes = await readOutcomes(sys.healthPort);
+  const committedAt = await written;
+  const othersStats = v.others ? (await statsOfA(sys)).paths : {};
   log(
     drainedAt
-      ? `A drained in ${seconds(drainedAt - floodStart)}`
+      ? `A drained in ${seconds(drainedAt - start)}`
       : `A not drained in ${cap} s (${count(aReceived)} of ${count(v.flood)})`,
   );
+  return { start, end, drainedAt, aReceived, cpu, cpuSeconds, outcomes, committedAt, othersStats };
+}
 
-  // ---- Dead: the quiet period after the flood ----
-  let dead: Result['dead'];
-  const deadRows: string[][] = [];
-  const deadLines: string[] = [];
-  let afterTo = NaN;
-  if (v.after) {
-    // Nothing else to do: B stops too, so the period measures what the dead backlog alone costs.
-    await stopB();
-    log(`quiet period: ${DEAD_SECONDS} s, neither A nor B writes`);
-    const linesBefore = dispatcher.log().split('\n').length - 1;
-    const outcomesBefore = await readOutcomes(healthPort);
-    const cpuA = sampleCpu({ dispatcher: cpuGroups.dispatcher });
-    const afterFrom = now();
-    while (now() < afterFrom + DEAD_SECONDS * 1000) {
-      await sleep(1_000);
-      await pollB();
+/** The five messages the dispatcher logged most, with how often. */
+function topMessages(lines: string[]): string {
+  const byMessage = new Map<string, number>();
+  for (const line of lines) {
+    let msg = '(not JSON)';
+    try {
+      msg = String((JSON.parse(line) as { msg?: unknown }).msg);
+    } catch {
+      // kept as not JSON
     }
-    afterTo = now();
-    const cpuSeconds = cpuBetween(cpuA, sampleCpu({ dispatcher: cpuGroups.dispatcher })).dispatcher!;
-    const outcomesAfter = await readOutcomes(healthPort);
-    const lines = dispatcher.log().split('\n').slice(linesBefore, -1);
-    const period = (afterTo - afterFrom) / 1000;
-    const cpuPercent = (cpuSeconds / period) * 100;
-    dead = { cpuPercent, seconds: period };
-    const byMessage = new Map<string, number>();
-    for (const line of lines) {
-      let msg = '(not JSON)';
-      try {
-        msg = String((JSON.parse(line) as { msg?: unknown }).msg);
-      } catch {
-        // kept as not JSON
-      }
-      byMessage.set(msg, (byMessage.get(msg) ?? 0) + 1);
-    }
-    const topMessages = [...byMessage]
-      .sort(([, x], [, y]) => y - x)
-      .slice(0, 5)
-      .map(([msg, n]) => `"${msg}" ${count(n)}`)
-      .join(', ');
-    const periodOutcomes =
-      outcomesBefore && outcomesAfter ? outcomesBetween(outcomesBefore, outcomesAfter) : undefined;
-    deadLines.push(...(lines.length <= 6 ? lines : [...lines.slice(0, 3), '…', ...lines.slice(-3)]));
-    deadRows.push(
-      [
-        `dead, ${period.toFixed(0)} s after the flood window: dispatcher CPU`,
-        `${cpuPercent.toFixed(2)} % of one core (${cpuSeconds.toFixed(1)} CPU s)`,
-        `< ${TARGET_DEAD_CPU_PERCENT} %: ${verdict(cpuPercent < TARGET_DEAD_CPU_PERCENT)}`,
-      ],
-      [
-        `dead, same period: dispatcher log lines`,
-        `${count(lines.length)}${topMessages ? ` (${topMessages})` : ''}`,
-        '',
-      ],
-      [`dead, same period: delivery outcomes`, showOutcomes(periodOutcomes), ''],
-      [
-        `dead, same period: broker messages published by the dispatcher (${REPUBLISHING.join(' + ')})`,
-        periodOutcomes ? count(republished(periodOutcomes)) : 'metrics unavailable',
-        '',
-      ],
-    );
+    byMessage.set(msg, (byMessage.get(msg) ?? 0) + 1);
   }
+  return [...byMessage]
+    .sort(([, x], [, y]) => y - x)
+    .slice(0, 5)
+    .map(([msg, n]) => `"${msg}" ${count(n)}`)
+    .join(', ');
+}
 
-  // ---- B's late deliveries, then the figures ----
-  await stopB();
-  const measuredTo = v.after ? afterTo : floodEnd;
-  const late = () => [...committed].some(([id, at]) => at < measuredTo && !arrived.has(id));
+/** Stops B and measures what the dead backlog alone costs the dispatcher over DEAD_SECONDS. */
+async function deadPeriod(sys: System, b: WriterB, log: Run['log']): Promise<DeadPeriod> {
+  // Nothing else to do: B stops too, so the period measures what the dead backlog alone costs.
+  await b.stop();
+  log(`quiet period: ${DEAD_SECONDS} s, neither A nor B writes`);
+  const { dispatcher } = sys;
+  const dispatcherCpu = { dispatcher: cpuGroupsOf(sys).dispatcher };
+  const linesBefore = dispatcher.log().split('\n').length - 1;
+  const outcomesBefore = await readOutcomes(sys.healthPort);
+  const cpuA = sampleCpu(dispatcherCpu);
+  const from = now();
+  while (now() < from + DEAD_SECONDS * 1000) {
+    await sleep(1_000);
+    await b.poll();
+  }
+  const to = now();
+  const cpuSeconds = cpuBetween(cpuA, sampleCpu(dispatcherCpu)).dispatcher!;
+  const outcomesAfter = await readOutcomes(sys.healthPort);
+  const lines = dispatcher.log().split('\n').slice(linesBefore, -1);
+  const period = (to - from) / 1000;
+  const cpuPercent = (cpuSeconds / period) * 100;
+  const top = topMessages(lines);
+  const periodOutcomes =
+    outcomesBefore && outcomesAfter ? outcomesBetween(outcomesBefore, outcomesAfter) : undefined;
+  const rows = [
+    [
+      `dead, ${period.toFixed(0)} s after the flood window: dispatcher CPU`,
+      `${cpuPercent.toFixed(2)} % of one core (${cpuSeconds.toFixed(1)} CPU s)`,
+      `< ${TARGET_DEAD_CPU_PERCENT} %: ${verdict(cpuPercent < TARGET_DEAD_CPU_PERCENT)}`,
+    ],
+    [`dead, same period: dispatcher log lines`, `${count(lines.length)}${top ? ` (${top})` : ''}`, ''],
+    [`dead, same period: delivery outcomes`, showOutcomes(periodOutcomes), ''],
+    [
+      `dead, same period: broker messages published by the dispatcher (${REPUBLISHING.join(' + ')})`,
+      periodOutcomes ? count(republished(periodOutcomes)) : 'metrics unavailable',
+      '',
+    ],
+  ];
+  return {
+    cpuPercent,
+    seconds: period,
+    to,
+    rows,
+    lines: lines.length <= 6 ? lines : [...lines.slice(0, 3), '…', ...lines.slice(-3)],
+  };
+}
+
+/** Waits up to GRACE_SECONDS for B's trips committed before `measuredTo` that have not arrived yet. */
+async function waitForLateB(b: WriterB, measuredTo: number): Promise<void> {
+  const late = () => [...b.committed].some(([id, at]) => at < measuredTo && !b.arrived.has(id));
   const graceEnd = now() + GRACE_SECONDS * 1000;
   while (late() && now() < graceEnd) {
     await sleep(250);
-    await pollB();
+    await b.poll();
   }
-  await pollB();
+  await b.poll();
+}
+
+/** B's commit → received in the baseline and the flood window, and where its time went in the flood. */
+async function figuresOfB(
+  sys: System,
+  b: WriterB,
+  baselineFrom: number,
+  flood: FloodWindow,
+): Promise<FiguresOfB> {
+  const { committed, arrived } = b;
   const trips = (from: number, to: number) => [...committed].filter(([, at]) => at >= from && at < to);
   const latencies = (from: number, to: number) =>
     latencyOf(
@@ -485,54 +617,67 @@ async function measureVariant(
         .map(([id, at]) => (arrived.get(id)?.at ?? Infinity) - at)
         .sort((x, y) => x - y),
     );
-  const baseline = latencyOf(
-    trips(baselineFrom, floodStart)
-      .map(([id, at]) => (arrived.get(id)?.at ?? Infinity) - at)
-      .sort((x, y) => x - y),
-  );
-  const flood = latencies(floodStart, floodEnd);
   // Where B's time went during the flood: commit → recorded (the event's created_at, whole ms) →
   // the dispatcher started its attempt (webhook_attempts.attempted_at: publishing, the events
   // queue, fan-out) → received.
   const startedAt = new Map(
     (
-      await t.db
+      await sys.t.db
         .selectFrom('webhook_attempts')
         .innerJoin('events', 'events.id', 'webhook_attempts.event_id')
         .select(['events.object_id', 'webhook_attempts.attempted_at'])
-        .where('events.agency_id', '=', agencyB.id)
+        .where('events.agency_id', '=', sys.agencyBId)
         .where('webhook_attempts.attempt', '=', 1)
         .execute()
     ).map((r) => [r.object_id, new Date(r.attempted_at).getTime()]),
   );
   const split = (of: (at: number, a: { at: number; recordedAt: number; startedAt: number }) => number) =>
-    trips(floodStart, floodEnd)
+    trips(flood.start, flood.end)
       .filter(([id]) => arrived.has(id) && startedAt.has(id))
       .map(([id, at]) => of(at, { ...arrived.get(id)!, startedAt: startedAt.get(id)! }))
       .sort((x, y) => x - y);
-  const toRecorded = split((at, a) => a.recordedAt - at);
-  const toStarted = split((_, a) => a.startedAt - a.recordedAt);
-  const toReceived = split((_, a) => a.at - a.startedAt);
-  const spread = (xs: number[]) => `p99 ${fmt.ms(percentile(xs, 99))} / max ${fmt.ms(xs.at(-1) ?? NaN)} ms`;
+  return {
+    baseline: latencies(baselineFrom, flood.start),
+    flood: latencies(flood.start, flood.end),
+    toRecorded: split((at, a) => a.recordedAt - at),
+    toStarted: split((_, a) => a.startedAt - a.recordedAt),
+    toReceived: split((_, a) => a.at - a.startedAt),
+  };
+}
 
-  const drainMs = drainedAt === undefined ? undefined : drainedAt - floodStart;
+/** The variant's rows and notes, as the report prints them. */
+function variantResult(
+  { v, cap }: Run,
+  sys: System,
+  b: WriterB,
+  flood: FloodWindow,
+  figures: FiguresOfB,
+  dead: DeadPeriod | undefined,
+): Result {
+  const spread = (xs: number[]) => `p99 ${fmt.ms(percentile(xs, 99))} / max ${fmt.ms(xs.at(-1) ?? NaN)} ms`;
+  const { drainedAt } = flood;
+  const drainMs = drainedAt === undefined ? undefined : drainedAt - flood.start;
   const drainTarget = v.name === 'fast' && v.flood === TODAY_DRAIN.trips;
   const rows: string[][] = [
-    [`B, baseline (${BASELINE_SECONDS} s before the flood): commit → received`, showLatency(baseline), ''],
     [
-      `B, during the flood (${seconds(floodEnd - floodStart)}, until ${drainedAt ? 'A drained' : 'the cap'}): commit → received`,
-      showLatency(flood),
-      `p99 ≤ ${TARGET_B_P99_MS} ms: ${verdict(flood.p99 <= TARGET_B_P99_MS)}; max ≤ ${TARGET_B_MAX_MS} ms: ${verdict(flood.max <= TARGET_B_MAX_MS)}`,
+      `B, baseline (${BASELINE_SECONDS} s before the flood): commit → received`,
+      showLatency(figures.baseline),
+      '',
+    ],
+    [
+      `B, during the flood (${seconds(flood.end - flood.start)}, until ${drainedAt ? 'A drained' : 'the cap'}): commit → received`,
+      showLatency(figures.flood),
+      `p99 ≤ ${TARGET_B_P99_MS} ms: ${verdict(figures.flood.p99 <= TARGET_B_P99_MS)}; max ≤ ${TARGET_B_MAX_MS} ms: ${verdict(figures.flood.max <= TARGET_B_MAX_MS)}`,
     ],
     [
       `B, during the flood: commit → recorded / → attempt started / → received`,
-      `${spread(toRecorded)} / ${spread(toStarted)} / ${spread(toReceived)}`,
+      `${spread(figures.toRecorded)} / ${spread(figures.toStarted)} / ${spread(figures.toReceived)}`,
       '',
     ],
     [
       `A, ${count(v.flood)} trips: flood start → last delivered`,
       drainMs === undefined
-        ? `not drained in ${cap} s (${count(aReceived)} of ${count(v.flood)} received)`
+        ? `not drained in ${cap} s (${count(flood.aReceived)} of ${count(v.flood)} received)`
         : seconds(drainMs),
       drainTarget
         ? `≤ ${TODAY_DRAIN.to} s (today ${TODAY_DRAIN.from}–${TODAY_DRAIN.to} s): ${verdict(drainMs !== undefined && drainMs <= TODAY_DRAIN.to * 1000)}`
@@ -540,39 +685,50 @@ async function measureVariant(
     ],
     [
       `A's ${STATEMENTS} INSERT … SELECT statements committed after`,
-      seconds(floodCommittedAt - floodStart),
+      seconds(flood.committedAt - flood.start),
       '',
     ],
-    [`dispatcher outcomes at the end of the flood window`, showOutcomes(floodOutcomes), ''],
-    ...deadRows,
+    [`dispatcher outcomes at the end of the flood window`, showOutcomes(flood.outcomes), ''],
+    ...(dead?.rows ?? []),
   ];
   const notes = [
-    `CPU over the flood window (${floodCpuSeconds.toFixed(1)} s), % of one core: ${Object.entries(floodCpu)
-      .map(([group, s]) => `${group} ${((s / floodCpuSeconds) * 100).toFixed(0)}`)
+    `CPU over the flood window (${flood.cpuSeconds.toFixed(1)} s), % of one core: ${Object.entries(flood.cpu)
+      .map(([group, s]) => `${group} ${((s / flood.cpuSeconds) * 100).toFixed(0)}`)
       .join(', ')}`,
-    `B: ${committed.size} trips written, ${bWriteFailures} failed writes`,
+    `B: ${b.committed.size} trips written, ${b.writeFailures} failed writes`,
   ];
-  for (const service of [dispatcher, recorder]) {
+  for (const service of [sys.dispatcher, sys.recorder]) {
     const lines = warnings(service.log());
     notes.push(`warnings in the ${service.name.split('-').at(-1)}'s log: ${count(lines.length)}`);
     for (const line of lines.slice(0, 3)) notes.push(`  ${line.slice(0, 300)}`);
   }
-  if (v.after) {
+  if (dead) {
     notes.push(
-      `dispatcher log lines of the quiet period${deadLines.length ? ', first and last 3:' : ': none'}`,
+      `dispatcher log lines of the quiet period${dead.lines.length ? ', first and last 3:' : ': none'}`,
     );
-    notes.push(...deadLines.map((line) => `  ${line.slice(0, 300)}`));
+    notes.push(...dead.lines.map((line) => `  ${line.slice(0, 300)}`));
   }
   if (v.others) {
     const sum = (prefix: string) =>
-      Object.entries(othersStats)
+      Object.entries(flood.othersStats)
         .filter(([path]) => path.startsWith(prefix))
         .reduce((n, [, s]) => n + s.requests, 0);
     notes.push(
       `A's other webhooks over the flood window: ${count(sum('/hang/'))} requests to the ${HANGING} hanging, ${count(sum('/trickle/'))} to the ${TRICKLING} trickling`,
     );
   }
-  return { variant: v, cap, baseline, flood, drainMs, aReceived, dead, rows, notes };
+  const deadFigures = dead && { cpuPercent: dead.cpuPercent, seconds: dead.seconds };
+  return {
+    variant: v,
+    cap,
+    baseline: figures.baseline,
+    flood: figures.flood,
+    drainMs,
+    aReceived: flood.aReceived,
+    dead: deadFigures,
+    rows,
+    notes,
+  };
 }
 
 async function main() {
