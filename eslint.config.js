@@ -1,6 +1,29 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/**
+ * No class over `max` lines, counted as max-lines-per-function counts a function's: a class is a
+ * room as a function is, and classes escaped the function cap (issue 45).
+ */
+const maxClassLines = {
+  meta: { type: 'suggestion', schema: [{ type: 'object', properties: { max: { type: 'integer' } } }] },
+  create(context) {
+    const max = context.options[0]?.max ?? 200;
+    const check = (node) => {
+      const lines = node.loc.end.line - node.loc.start.line + 1;
+      if (lines > max) {
+        const name = node.id?.name ?? 'anonymous class';
+        context.report({
+          node,
+          message: `Class '${name}' has too many lines (${lines}). Maximum allowed is ${max}.`,
+        });
+      }
+    };
+    return { ClassDeclaration: check, ClassExpression: check };
+  },
+};
+const local = { rules: { 'max-class-lines': maxClassLines } };
+
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', '.toolchain/**', 'coverage/**'] },
   js.configs.recommended,
@@ -39,9 +62,20 @@ export default tseslint.config(
     // Rooms a newcomer can take in at once (issue 24): no source file over 400 lines, counted as
     // plain lines, blank lines and comments included, and no function over 120.
     files: ['packages/*/src/**', 'services/*/src/**'],
+    plugins: { local },
     rules: {
       'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }],
       'max-lines-per-function': ['error', { max: 120, skipBlankLines: false, skipComments: false }],
+      'local/max-class-lines': ['error', { max: 200 }],
+    },
+  },
+  {
+    // A benchmark's steps are functions a reader can follow one at a time: its main names them.
+    files: ['test/bench/**'],
+    // dispatcher.ts's main is over the cap for now (split when issue 42's signing figures have landed).
+    ignores: ['test/bench/dispatcher.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 150, skipBlankLines: false, skipComments: false }],
     },
   },
   {
