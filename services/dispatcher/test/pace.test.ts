@@ -218,8 +218,9 @@ test('the pace drops to what the receiver takes: a rate-limited receiver gets ev
   const refused = receiver.requests.length - ids.length;
   // Without a pace, every slot keeps sending into the limiter: hundreds of refusals.
   expect(refused).toBeLessThanOrEqual(20);
-  // bench:pace's bound: N / R × 1.2 s + 5 s.
-  expect(Date.now() - started).toBeLessThan((100 / rate) * 1.2 * 1000 + 5_000);
+  // bench:pace's bound (N / R × 1.2 s + 5 s), with half as much again for a machine busy with other
+  // test files: a pace that never settled would take several times as long.
+  expect(Date.now() - started).toBeLessThan(((100 / rate) * 1.2 * 1000 + 5_000) * 1.5);
 });
 
 test("the owner's rate limit holds across two dispatchers: no second holds more than a tenth over it", async () => {
