@@ -12,7 +12,8 @@
 //                              limit of 20 a second; 1,000 trips
 // What it prints, per variant, and the targets:
 //   - delivered a second once the pace has settled (from 5 s after the import to 1 s before the
-//     last delivery): mean, lowest and highest second; target within 10 % of R (receiver variants);
+//     last delivery): mean, lowest and highest second; target within 10 % of R (receiver variants
+//     long enough to settle, 20 s at least: the 20,000 ones);
 //   - 429 answers as a share of deliveries; target ≤ 5 %;
 //   - the drain, import → the last trip's first 2xx; target N / R × 1.2 s + 5 s (receiver
 //     variants), N / 20 × 1.1 s (owner-20);
@@ -38,6 +39,8 @@ const SELECTED = (process.env.BENCH_PACE_VARIANTS ?? VARIANTS.join(','))
   .filter(Boolean);
 /** Seconds after the import before the pace counts as settled. */
 const SETTLE_S = 5;
+/** The settled rate is judged over this many seconds at least. */
+const MIN_SETTLED_S = 20;
 const TARGET_REFUSED_SHARE = 0.05;
 
 const DISPATCHER = fileURLToPath(new URL('../../services/dispatcher/src/main.ts', import.meta.url));
@@ -214,15 +217,18 @@ function report({ v, arrivals, importAt, drainMs }: Measured): Report {
     );
     const mean = perSecond.reduce((s, n) => s + n, 0) / Math.max(1, perSecond.length);
     const within = Math.abs(mean - RATE) <= RATE * 0.1;
+    // A run of a few seconds is the pace finding the receiver's rate, not the rate it settles at:
+    // its drain and refusals are its targets.
+    const settles = perSecond.length >= MIN_SETTLED_S;
     rows.push([
       `delivered a second, settled (${perSecond.length} s)`,
       perSecond.length
         ? `mean ${mean.toFixed(1)}, lowest ${Math.min(...perSecond)}, highest ${Math.max(...perSecond)}`
         : 'too short to settle',
       `${RATE} ± 10 %`,
-      perSecond.length ? verdict(within) : 'n/a',
+      settles ? verdict(within) : `n/a (under ${MIN_SETTLED_S} s)`,
     ]);
-    if (perSecond.length) met &&= within;
+    if (settles) met &&= within;
   }
   return { rows: rows.map((r) => [v.name, ...r]), met };
 }
