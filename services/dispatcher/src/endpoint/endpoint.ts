@@ -163,6 +163,11 @@ export class Endpoint {
         this.slots.release();
         return { deferred: 'paused', until: this.pausedUntil };
       }
+      // A busy process woke up late: sent now, it would crowd the owner's next send times.
+      if (this.ownerRate.tooLate(at, Date.now())) {
+        this.slots.release();
+        return { deferred: 'paced' };
+      }
     }
     const startedAt = performance.now();
     try {

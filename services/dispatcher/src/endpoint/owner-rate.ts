@@ -84,6 +84,14 @@ export class OwnerRate {
     return this.reserving;
   }
 
+  /**
+   * Whether a send due at `at` is too late to go at `now`: a time already taken, which a process
+   * too busy to wake in time must let go rather than send beside the ones after it.
+   */
+  tooLate(at: number, now: number): boolean {
+    return this.limit !== undefined && now - at > TOLERANCE_MS;
+  }
+
   /** The first send time in hand, if any. */
   firstTime(now: number): number | undefined {
     this.dropStale(now);
