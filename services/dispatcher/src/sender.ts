@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { createSecureContext, rootCertificates } from 'node:tls';
@@ -9,7 +10,7 @@ import {
   type SsrfGuard,
 } from '@trips/broker';
 import type { Event } from '@trips/contracts';
-import { signatureHeader } from './signature.ts';
+import { signatureHeaders } from '@trips/contracts/webhook-signing';
 
 /** D7: the User-Agent of every delivery. */
 export const USER_AGENT = 'TripService-Webhooks/1';
@@ -75,6 +76,8 @@ export interface DeliveryRequest {
   event: Event;
   /** The secrets signing now, newest first. */
   secrets: readonly string[];
+  /** The webhook's ed25519 private keys signing now, newest first; none unless switched on (D11). */
+  ed25519Keys?: readonly KeyObject[];
 }
 
 /**
@@ -131,8 +134,12 @@ export class Sender {
     }
 
     const body = JSON.stringify(request.event);
-    // Each attempt signs anew with its own time (D7).
-    const signature = signatureHeader(body, request.secrets, Math.floor(Date.now() / 1000));
+    // Each attempt signs anew with its own time (D7), both header sets at the same second (D11).
+    const signing = signatureHeaders(request.event.id, body, Math.floor(Date.now() / 1000), {
+      secrets: request.secrets,
+      ed25519: request.ed25519Keys ?? [],
+    });
+    const signature = signing['service-signature'];
     let response: IncomingMessage | undefined;
     let timer: NodeJS.Timeout | undefined;
     let post: ReturnType<typeof httpsRequest> | undefined;
@@ -150,7 +157,7 @@ export class Sender {
           'user-agent': USER_AGENT,
           'service-event-id': request.event.id,
           'service-event-type': request.event.type,
-          'service-signature': signature,
+          ...signing,
         },
       });
       post = sending;
