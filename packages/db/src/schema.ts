@@ -131,6 +131,7 @@ export interface Database {
   event_groups: EventGroupsTable;
   webhooks: WebhooksTable;
   webhook_secrets: WebhookSecretsTable;
+  webhook_signing_keys: WebhookSigningKeysTable;
   webhook_attempts: WebhookAttemptsTable;
   owner_notices: OwnerNoticesTable;
   audit_log: AuditLogTable;
@@ -225,6 +226,18 @@ export interface WebhookSecretsTable {
   id: DbDefault<string>;
   webhook_id: string;
   secret: string;
+  created_at: Timestamp;
+  expires_at: Timestamp | null;
+}
+
+/** A webhook's ed25519 key pairs (migration 0022): the private key sealed, never shown. */
+export interface WebhookSigningKeysTable {
+  id: Generated<number>;
+  webhook_id: string;
+  /** `whpk_` and the 32 raw bytes in standard base64. */
+  public_key: string;
+  /** The PKCS #8 private key under AES-256-GCM (repositories/webhook-signing-keys.ts). */
+  private_key_sealed: string;
   created_at: Timestamp;
   expires_at: Timestamp | null;
 }

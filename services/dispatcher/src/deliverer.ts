@@ -118,7 +118,13 @@ export class Deliverer {
       const guarded = await this.deps.endpoints.run(
         delivery.webhook_id,
         target!,
-        () => this.deps.sender.send({ url: target!.url, event: delivery.event, secrets: target!.secrets }),
+        () =>
+          this.deps.sender.send({
+            url: target!.url,
+            event: delivery.event,
+            secrets: target!.secrets,
+            ed25519Keys: target!.signing_keys,
+          }),
         source !== 'lane',
       );
       outcome =

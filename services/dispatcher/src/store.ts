@@ -20,7 +20,8 @@ import {
   type DeliveryTargetRead,
 } from '@trips/db/webhooks';
 import { Batcher } from './batching.ts';
-import type { DeliveryTargetsCache, Target } from './targets-cache.ts';
+import { SigningKeyOpener } from './signing-keys.ts';
+import type { DeliveryTargetsCache, Target, TargetRead } from './targets-cache.ts';
 
 /** Deliveries in flight per process are bounded by the prefetch; this only caps one statement's size. */
 const MAX_BATCH = 500;
@@ -63,8 +64,8 @@ const idsBatcher = (run: (ids: number[]) => Promise<void>) =>
 export class DeliveryStore {
   private readonly db: Kysely<Database>;
   private readonly cache: DeliveryTargetsCache;
-  private readonly readAgency: (agencyId: string) => Promise<DeliveryTargetRead[]>;
-  private readonly readWebhook: (webhookId: string) => Promise<DeliveryTargetRead | undefined>;
+  private readonly readAgency: (agencyId: string) => Promise<TargetRead[]>;
+  private readonly readWebhook: (webhookId: string) => Promise<TargetRead | undefined>;
   private readonly attempts: Batcher<NewAttempt, void>;
   private readonly holds: Batcher<{ delivery: DeliveryMessage } & HoldOptions, void>;
   private readonly releases: Batcher<number, void>;
@@ -87,7 +88,9 @@ export class DeliveryStore {
       runOne: (agencyId) => activeDeliveryTargets(db, [agencyId]),
       maxBatch: MAX_BATCH,
     });
-    this.readAgency = (agencyId) => agencies.call(agencyId);
+    // Each read's ed25519 keys are opened once, as it is kept (D11).
+    const keys = new SigningKeyOpener(db);
+    this.readAgency = async (agencyId) => keys.openAll(await agencies.call(agencyId));
     const webhooks = new Batcher<string, DeliveryTargetRead | undefined>({
       runBatch: async (ids) => {
         const byId = new Map((await findDeliveryTargets(db, [...new Set(ids)])).map((t) => [t.id, t]));
@@ -96,7 +99,10 @@ export class DeliveryStore {
       runOne: (id) => findDeliveryTarget(db, id),
       maxBatch: MAX_BATCH,
     });
-    this.readWebhook = (webhookId) => webhooks.call(webhookId);
+    this.readWebhook = async (webhookId) => {
+      const row = await webhooks.call(webhookId);
+      return row && keys.open(row);
+    };
     this.attempts = new Batcher({
       // One statement, one commit: every attempt of the batch is on disk before any is acked.
       runBatch: async (list) => {

@@ -1,18 +1,28 @@
+import type { KeyObject } from 'node:crypto';
 import type { DeliveryTargetsChange } from '@trips/db/webhook-changes';
 import type { DeliveryTarget, DeliveryTargetRead } from '@trips/db/webhooks';
 
+/** A target as read, its ed25519 keys opened, ready to sign (signing-keys.ts). */
+export interface TargetRead extends Omit<DeliveryTargetRead, 'signing_keys'> {
+  signing_keys: KeyObject[];
+}
+
 /** A webhook as a delivery needs it: the receiver's shared pause made a time of this process's clock. */
-export interface Target extends DeliveryTarget {
+export interface Target extends Omit<DeliveryTarget, 'signing_keys'> {
+  /** The ed25519 private keys signing now, newest first; none unless switched on (D11). */
+  signing_keys: KeyObject[];
   /** When the receiver's pause ends (ms, this process's clock); null: not paused when read. */
   paused_until: number | null;
 }
 
-/** A target as read, and when, on this process's clock, each of its secrets stops signing. */
+/** A target as read, and when, on this process's clock, each of its secrets and keys stops signing. */
 interface Kept {
   target: Target;
   /** Per secret of `target.secrets`, in order: when it stops signing (Infinity: not before a rotation). */
   until: number[];
-  /** The earliest of `until`: before it the target is used as it was read. */
+  /** The same per key of `target.signing_keys`. */
+  keysUntil: number[];
+  /** The earliest of them all: before it the target is used as it was read. */
   firstEnd: number;
 }
 
@@ -50,8 +60,8 @@ export interface TargetsCacheOptions {
  *   no cache, and the cache starts empty again once listening.
  * - Every entry expires after `ttlMs` anyway, the bound on staleness should a notification ever
  *   be lost without the connection being seen to go.
- * A secret's end (a rotation's overlap) is no change of a row and sends nothing: each secret keeps
- * when it stops signing, and a lookup leaves out those past it.
+ * A secret's or a signing key's end (a rotation's overlap) is no change of a row and sends
+ * nothing: each keeps when it stops signing, and a lookup leaves out those past it.
  */
 export class DeliveryTargetsCache {
   private readonly agencies = new Map<string, Entry<Kept[]>>();
@@ -89,7 +99,7 @@ export class DeliveryTargetsCache {
   /** The agency's active webhooks, ordered by id, each with its secrets signing now. */
   async agencyTargets(
     agencyId: string,
-    read: (agencyId: string) => Promise<DeliveryTargetRead[]>,
+    read: (agencyId: string) => Promise<TargetRead[]>,
   ): Promise<Target[]> {
     const kept = await this.lookup(this.agencies, agencyId, read, (rows, at) =>
       rows.map((row) => keep(row, at)),
@@ -101,7 +111,7 @@ export class DeliveryTargetsCache {
   /** The webhook, on or off, with its secrets signing now; undefined when there is none. */
   async webhookTarget(
     webhookId: string,
-    read: (webhookId: string) => Promise<DeliveryTargetRead | undefined>,
+    read: (webhookId: string) => Promise<TargetRead | undefined>,
   ): Promise<Target | undefined> {
     const kept = await this.lookup(this.webhooks, webhookId, read, (row, at) => row && keep(row, at));
     return kept && current(kept, this.now());
@@ -147,17 +157,28 @@ export class DeliveryTargetsCache {
   }
 }
 
-function keep(row: DeliveryTargetRead, readAt: number): Kept {
-  const { secrets_expire_in_ms: expireInMs, paused_for_ms: pausedForMs, ...read } = row;
+function keep(row: TargetRead, readAt: number): Kept {
+  const {
+    secrets_expire_in_ms: expireInMs,
+    signing_keys_expire_in_ms: keysExpireInMs,
+    paused_for_ms: pausedForMs,
+    ...read
+  } = row;
   // Counted from before the read was sent, so a secret ends here no later than in Postgres. A pause
   // may end here up to a round trip early, which a Retry-After in whole seconds does not notice.
-  const until = expireInMs.map((ms) => (ms === null ? Infinity : readAt + ms));
+  const end = (ms: number | null) => (ms === null ? Infinity : readAt + ms);
+  const until = expireInMs.map(end);
+  const keysUntil = keysExpireInMs.map(end);
   const target = { ...read, paused_until: pausedForMs === null ? null : readAt + pausedForMs };
-  return { target, until, firstEnd: Math.min(...until) };
+  return { target, until, keysUntil, firstEnd: Math.min(...until, ...keysUntil) };
 }
 
-/** The target as of `now`: a secret past its end no longer signs. */
+/** The target as of `now`: a secret or a key past its end no longer signs. */
 function current(kept: Kept, now: number): Target {
   if (now < kept.firstEnd) return kept.target;
-  return { ...kept.target, secrets: kept.target.secrets.filter((_, i) => now < kept.until[i]!) };
+  return {
+    ...kept.target,
+    secrets: kept.target.secrets.filter((_, i) => now < kept.until[i]!),
+    signing_keys: kept.target.signing_keys.filter((_, i) => now < kept.keysUntil[i]!),
+  };
 }

@@ -1,10 +1,10 @@
-import type { DeliveryTargetRead } from '@trips/db/webhooks';
-import { DeliveryTargetsCache } from '../src/targets-cache.ts';
+import { generateKeyPairSync } from 'node:crypto';
+import { DeliveryTargetsCache, type TargetRead } from '../src/targets-cache.ts';
 
 // The cache of delivery targets alone, over reads the test answers when it likes, with a clock it
 // moves: which lookups read, which answers are kept, and which must not be.
 
-const target = (id: string, agencyId: string, url = `https://hooks.example/${id}`): DeliveryTargetRead => ({
+const target = (id: string, agencyId: string, url = `https://hooks.example/${id}`): TargetRead => ({
   id,
   agency_id: agencyId,
   url,
@@ -13,6 +13,8 @@ const target = (id: string, agencyId: string, url = `https://hooks.example/${id}
   epoch: 1,
   secrets: [`whsec_${id}`],
   secrets_expire_in_ms: [null],
+  signing_keys: [],
+  signing_keys_expire_in_ms: [],
   rate_limit: null,
   paused_for_ms: null,
 });
@@ -34,7 +36,7 @@ function setup(ttlMs = 30_000) {
 
 test('an agency is read once, then answered from the cache until a notification names it', async () => {
   const { cache } = setup();
-  const { read, calls } = controllableRead<DeliveryTargetRead[]>();
+  const { read, calls } = controllableRead<TargetRead[]>();
   const first = cache.agencyTargets('agy_a', read);
   calls[0]!.answer([target('whk_1', 'agy_a')]);
   expect((await first).map((t) => t.url)).toEqual(['https://hooks.example/whk_1']);
@@ -58,7 +60,7 @@ test('an agency is read once, then answered from the cache until a notification 
 
 test('lookups made while a read is under way share it', async () => {
   const { cache } = setup();
-  const { read, calls } = controllableRead<DeliveryTargetRead[]>();
+  const { read, calls } = controllableRead<TargetRead[]>();
   const lookups = [cache.agencyTargets('agy_a', read), cache.agencyTargets('agy_a', read)];
   expect(calls).toHaveLength(1);
   calls[0]!.answer([]);
@@ -68,7 +70,7 @@ test('lookups made while a read is under way share it', async () => {
 describe('a notification that arrives while a read is under way', () => {
   test('about its agency: the answer is used by its lookup, and not kept', async () => {
     const { cache } = setup();
-    const { read, calls } = controllableRead<DeliveryTargetRead[]>();
+    const { read, calls } = controllableRead<TargetRead[]>();
     const during = cache.agencyTargets('agy_a', read);
     // The change committed after the read's snapshot: the answer may be the old one.
     cache.changed({ agencyId: 'agy_a', webhookId: 'whk_1' });
@@ -86,7 +88,7 @@ describe('a notification that arrives while a read is under way', () => {
 
   test('about everything (a TRUNCATE): not kept', async () => {
     const { cache } = setup();
-    const { read, calls } = controllableRead<DeliveryTargetRead[]>();
+    const { read, calls } = controllableRead<TargetRead[]>();
     const during = cache.agencyTargets('agy_a', read);
     cache.changed('all');
     calls[0]!.answer([target('whk_1', 'agy_a')]);
@@ -97,7 +99,7 @@ describe('a notification that arrives while a read is under way', () => {
 
   test('about its webhook, for a retry’s lookup by id: not kept', async () => {
     const { cache } = setup();
-    const { read, calls } = controllableRead<DeliveryTargetRead | undefined>();
+    const { read, calls } = controllableRead<TargetRead | undefined>();
     const during = cache.webhookTarget('whk_1', read);
     cache.changed({ agencyId: 'agy_a', webhookId: 'whk_1' });
     calls[0]!.answer({ ...target('whk_1', 'agy_a'), epoch: 1 });
@@ -110,7 +112,7 @@ describe('a notification that arrives while a read is under way', () => {
 
   test('about another agency: kept', async () => {
     const { cache } = setup();
-    const { read, calls } = controllableRead<DeliveryTargetRead[]>();
+    const { read, calls } = controllableRead<TargetRead[]>();
     const during = cache.agencyTargets('agy_a', read);
     cache.changed({ agencyId: 'agy_b', webhookId: 'whk_2' });
     calls[0]!.answer([target('whk_1', 'agy_a')]);
@@ -122,8 +124,8 @@ describe('a notification that arrives while a read is under way', () => {
 
 test('nothing is kept before LISTEN is in effect nor once its connection is lost; back, it starts empty', async () => {
   const cache = new DeliveryTargetsCache({ ttlMs: 30_000 });
-  const { read, calls } = controllableRead<DeliveryTargetRead[]>();
-  const answerAll = (value: DeliveryTargetRead[]) => calls.forEach((c) => c.answer(value));
+  const { read, calls } = controllableRead<TargetRead[]>();
+  const answerAll = (value: TargetRead[]) => calls.forEach((c) => c.answer(value));
 
   // Not listening yet: every lookup reads.
   const before = [cache.agencyTargets('agy_a', read), cache.agencyTargets('agy_a', read)];
@@ -201,9 +203,36 @@ test('a secret stops signing at its end, on the cache’s clock, with nothing to
   expect(reads).toBe(1);
 });
 
+test('an ed25519 key stops signing at its end too, so a rotation of keys overlaps as one of secrets does', async () => {
+  const { cache, advance } = setup();
+  const [newKey, oldKey] = [
+    generateKeyPairSync('ed25519').privateKey,
+    generateKeyPairSync('ed25519').privateKey,
+  ];
+  let reads = 0;
+  const read = async () => (
+    reads++,
+    [
+      {
+        ...target('whk_1', 'agy_a'),
+        signing_keys: [newKey, oldKey],
+        signing_keys_expire_in_ms: [null, 2_000],
+      },
+    ]
+  );
+  expect((await cache.agencyTargets('agy_a', read))[0]!.signing_keys).toEqual([newKey, oldKey]);
+  advance(1_999);
+  expect((await cache.agencyTargets('agy_a', read))[0]!.signing_keys).toEqual([newKey, oldKey]);
+  advance(1);
+  const [after] = await cache.agencyTargets('agy_a', read);
+  expect(after!.signing_keys).toEqual([newKey]);
+  expect(after!.secrets).toEqual(['whsec_whk_1']);
+  expect(reads).toBe(1);
+});
+
 test('a failed read is not kept; a missing webhook is kept as missing until a notification names it', async () => {
   const { cache } = setup();
-  const { read, calls } = controllableRead<DeliveryTargetRead | undefined>();
+  const { read, calls } = controllableRead<TargetRead | undefined>();
   const failing = cache.webhookTarget('whk_1', read);
   calls[0]!.fail(new Error('Postgres away'));
   await expect(failing).rejects.toThrow('Postgres away');

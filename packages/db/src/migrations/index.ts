@@ -20,6 +20,7 @@ import * as attemptDetails from './0018_attempt_details.ts';
 import * as shownOnce from './0019_shown_once.ts';
 import * as captureTimes from './0020_capture_times.ts';
 import * as receiverPace from './0021_receiver_pace.ts';
+import * as webhookSigningKeys from './0022_webhook_signing_keys.ts';
 
 /**
  * Every migration in strict order. A static list rather than a folder scan: it works the same
@@ -47,6 +48,7 @@ export const migrations: Record<string, Migration> = {
   '0019_shown_once': shownOnce,
   '0020_capture_times': captureTimes,
   '0021_receiver_pace': receiverPace,
+  '0022_webhook_signing_keys': webhookSigningKeys,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

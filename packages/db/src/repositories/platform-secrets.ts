@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema.ts';
 
-type PlatformSecretName = 'event_cursor_key';
+type PlatformSecretName = 'event_cursor_key' | 'webhook_signing_key_seal';
 
 /** One of the platform's own secrets (migration 0013); throws when the schema is not migrated. */
 export async function platformSecret(db: Kysely<Database>, name: PlatformSecretName): Promise<Buffer> {

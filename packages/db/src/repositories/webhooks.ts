@@ -147,6 +147,11 @@ export interface DeliveryTarget {
   epoch: number;
   /** The secrets that sign now, newest first: two while a rotation overlaps (D7). */
   secrets: string[];
+  /**
+   * The ed25519 private keys that sign now, newest first, sealed (webhook-signing-keys.ts opens
+   * them); none unless the owner switched ed25519 on (D11).
+   */
+  signing_keys: string[];
   /** The owner's rate limit, deliveries a second; null: none. */
   rate_limit: number | null;
 }
@@ -159,6 +164,8 @@ export interface DeliveryTarget {
  */
 export interface DeliveryTargetRead extends DeliveryTarget {
   secrets_expire_in_ms: (number | null)[];
+  /** As `secrets_expire_in_ms`, for `signing_keys`. */
+  signing_keys_expire_in_ms: (number | null)[];
   /** How long the receiver's pause lasts from the read (webhook-pace.ts); null: not paused. */
   paused_for_ms: number | null;
 }
@@ -196,11 +203,18 @@ const deliveryTargetsWhere = (where: string) => `/* prepared: delivery_targets *
              WHERE p.webhook_id = w.id AND p.paused_until > now()) AS paused_for_ms,
            coalesce(array_agg(s.secret ORDER BY s.created_at DESC, s.id) FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets,
            coalesce(array_agg((extract(epoch FROM s.expires_at - now()) * 1000)::float8 ORDER BY s.created_at DESC, s.id)
-                      FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets_expire_in_ms
+                      FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets_expire_in_ms,
+           k.signing_keys, k.signing_keys_expire_in_ms
       FROM webhooks w
       LEFT JOIN webhook_secrets s ON s.webhook_id = w.id AND (s.expires_at IS NULL OR s.expires_at > now())
+      CROSS JOIN LATERAL (
+        SELECT coalesce(array_agg(k.private_key_sealed ORDER BY k.created_at DESC, k.id DESC), '{}') AS signing_keys,
+               coalesce(array_agg((extract(epoch FROM k.expires_at - now()) * 1000)::float8
+                                  ORDER BY k.created_at DESC, k.id DESC), '{}') AS signing_keys_expire_in_ms
+          FROM webhook_signing_keys k
+         WHERE k.webhook_id = w.id AND (k.expires_at IS NULL OR k.expires_at > now())) k
      WHERE ${where}
-     GROUP BY w.id
+     GROUP BY w.id, k.signing_keys, k.signing_keys_expire_in_ms
      ORDER BY w.id`;
 const TARGETS_BY_ID = deliveryTargetsWhere('w.id = ANY($1::text[])');
 const ACTIVE_TARGETS_OF_AGENCIES = deliveryTargetsWhere(
