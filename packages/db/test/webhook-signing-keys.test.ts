@@ -124,7 +124,7 @@ test('a rotation overlaps: both keys sign until the old one’s end; switched of
   expect(read.signing_keys_expire_in_ms[0]).toBeNull(); // the new one, first
   expect(read.signing_keys_expire_in_ms[1]).toBeGreaterThan(55_000);
   expect(read.secrets).toHaveLength(1); // the secrets are apart: one row per webhook still
-  expect((await listSigningKeys(t.db, [webhook.id])).map((k) => k.public_key)).toEqual([
+  expect((await listSigningKeys(t.db, [webhook.id])).get(webhook.id)!.map((k) => k.public_key)).toEqual([
     second.publicKey,
     first.publicKey,
   ]);
@@ -132,7 +132,7 @@ test('a rotation overlaps: both keys sign until the old one’s end; switched of
   const off = await heardOf(() => t.db.transaction().execute((trx) => endSigningKeysIn(trx, webhook.id)));
   expect(off).toEqual([{ agencyId: agency.id, webhookId: webhook.id }]);
   expect((await findDeliveryTarget(t.db, webhook.id))!.signing_keys).toEqual([]);
-  expect(await listSigningKeys(t.db, [webhook.id])).toEqual([]);
+  expect((await listSigningKeys(t.db, [webhook.id])).get(webhook.id)).toEqual([]);
 
   expect(await heardOf(() => sql`TRUNCATE webhook_signing_keys`.execute(t.db))).toEqual(['all']);
 });

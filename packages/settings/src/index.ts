@@ -6,6 +6,7 @@ export type {
   ApiKeyView,
   WebhookView,
   RedeliveryProgress,
+  PublicKeyView,
   LogEntry,
   LogPage,
   NextAttempt,

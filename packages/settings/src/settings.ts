@@ -3,6 +3,7 @@ import { deliveryLogActions } from './delivery-log.ts';
 import { keyActions } from './keys.ts';
 import { peopleActions } from './people.ts';
 import { webhookDeliveryActions } from './webhook-deliveries.ts';
+import { webhookSigningActions } from './webhook-signing.ts';
 import { webhookActions } from './webhooks.ts';
 
 export { PLATFORM, type Actor } from './access.ts';
@@ -10,6 +11,7 @@ export type { SettingsOptions } from './context.ts';
 export type { ApiKeyView } from './keys.ts';
 export type { LogEntry, LogPage, NextAttempt, WebhookHealth, HealthBucket } from './delivery-log.ts';
 export type { RedeliveryProgress } from './webhook-deliveries.ts';
+export type { PublicKeyView } from '@trips/db/webhook-signing-keys';
 export { DEFAULT_OVERLAP_MS, MAX_OVERLAP_MS, webhookView, type WebhookView } from './webhooks.ts';
 
 /**
@@ -28,6 +30,7 @@ export function createSettings(options: SettingsOptions) {
     ...keyActions(ctx),
     // ---- Webhooks (D7) ----
     ...webhookActions(ctx),
+    ...webhookSigningActions(ctx),
     ...webhookDeliveryActions(ctx),
     ...deliveryLogActions(ctx),
     // ---- People ----

@@ -1,7 +1,9 @@
 import type { Kysely } from 'kysely';
+import { standardWebhooksSecret } from '@trips/contracts/webhook-signing';
 import type { Database, WebhookRow } from '@trips/db';
 import { findWebhookPauses, type WebhookPause } from '@trips/db/webhook-pace';
 import { listWebhookSecretTimes, rotateWebhookSecretIn } from '@trips/db/webhook-secrets';
+import { listSigningKeys } from '@trips/db/webhook-signing-keys';
 import {
   findWebhook as findWebhookRow,
   insertWebhookWithSecret,
@@ -65,8 +67,21 @@ export async function viewOf(on: Kysely<Database>, w: WebhookRow): Promise<Webho
   return webhookView(w, (await pausesOf(on, [w.id])).get(w.id));
 }
 
+/**
+ * The views of webhooks as they are now, each with its pause read and its ed25519 public keys,
+ * newest first (D11; none: off).
+ */
+async function viewsWithKeys(on: Kysely<Database>, webhooks: WebhookRow[]) {
+  const ids = webhooks.map((w) => w.id);
+  const [pauses, keys] = await Promise.all([pausesOf(on, ids), listSigningKeys(on, ids)]);
+  return webhooks.map((w) => ({ ...webhookView(w, pauses.get(w.id)), ed25519_public_keys: keys.get(w.id)! }));
+}
+
+/** A secret just made, as it is answered once: also in the form Standard Webhooks libraries take (D11). */
+const shownOnce = (secret: string) => ({ secret, standard_webhooks_secret: standardWebhooksSecret(secret) });
+
 /** The webhook, locked for the transaction, after the actor is checked against its agency. */
-const lockWebhook = (trx: Trx, actor: Actor, id: string) => webhookFor(trx, actor, id, true);
+export const lockWebhook = (trx: Trx, actor: Actor, id: string) => webhookFor(trx, actor, id, true);
 
 /** The webhook as it is now, after the actor is checked against its agency; nothing locked. */
 export const findWebhook = (db: Kysely<Database>, actor: Actor, id: string) =>
@@ -118,7 +133,7 @@ export function webhookActions({ db, options, inTransaction }: SettingsContext) 
     nameDevelopmentSetting: options.nameDevelopmentSettings ?? false,
   };
   return {
-    /** Creates a webhook; its first `secret` is in the answer only. */
+    /** Creates a webhook; its first `secret` is in the answer only (in both its forms). */
     async createWebhook(actor: Actor, input: NewWebhookInput) {
       const url = checkWebhookUrl(input.url, urlRules);
       const eventTypes = checkEventTypes(input.eventTypes);
@@ -140,27 +155,32 @@ export function webhookActions({ db, options, inTransaction }: SettingsContext) 
           ...(rateLimit !== null && { rate_limit: rateLimit }),
         });
         // A new webhook has had no answer yet, so no pause.
-        return { webhook: webhookView(webhook, undefined), secret };
+        return {
+          webhook: { ...webhookView(webhook, undefined), ed25519_public_keys: [] },
+          ...shownOnce(secret),
+        };
       });
     },
 
-    async listWebhooks(actor: Actor, agencyId: string): Promise<WebhookView[]> {
+    /** The agency's webhooks, each with its ed25519 public keys (none: off). */
+    async listWebhooks(actor: Actor, agencyId: string) {
       await requireAgency(db, agencyId);
       await authorize(db, actor, agencyId);
-      const webhooks = await listWebhooks(db, agencyId);
-      const pauses = await pausesOf(
-        db,
-        webhooks.map((w) => w.id),
-      );
-      return webhooks.map((w) => webhookView(w, pauses.get(w.id)));
+      return viewsWithKeys(db, await listWebhooks(db, agencyId));
     },
 
-    /** One webhook with its signing secrets' times (two while a rotation overlaps). */
+    /**
+     * One webhook with its signing secrets' times (two while a rotation overlaps) and its ed25519
+     * public keys (none: off; two while a rotation of keys overlaps).
+     */
     async getWebhook(actor: Actor, id: string) {
       const { webhook } = await findWebhook(db, actor, id);
-      const [secrets, view] = await Promise.all([listWebhookSecretTimes(db, id), viewOf(db, webhook)]);
+      const [secrets, [view]] = await Promise.all([
+        listWebhookSecretTimes(db, id),
+        viewsWithKeys(db, [webhook]),
+      ]);
       return {
-        ...view,
+        ...view!,
         secrets: secrets.filter((s) => s.active).map(({ id: _id, active: _a, ...s }) => s),
       };
     },
@@ -216,7 +236,7 @@ export function webhookActions({ db, options, inTransaction }: SettingsContext) 
           overlap_seconds: Math.round(overlapMs / 1000),
           previous_secrets_expire_at: previousExpireAt.toISOString(),
         });
-        return { webhook_id: id, secret, previous_secrets_expire_at: previousExpireAt };
+        return { webhook_id: id, ...shownOnce(secret), previous_secrets_expire_at: previousExpireAt };
       });
     },
   };

@@ -16,9 +16,8 @@ export interface SigningKeyPair {
   privateKey: Buffer;
 }
 
-/** What owners may see of a key: the public key, when made and until when it signs. */
-export interface SigningKeyView {
-  webhook_id: string;
+/** What owners may see of a key: the public key, when made and until when it signs (null: no end yet). */
+export interface PublicKeyView {
   public_key: string;
   created_at: Date;
   expires_at: Date | null;
@@ -87,9 +86,13 @@ export async function endSigningKeysIn(trx: Transaction<Database>, webhookId: st
 }
 
 /** The keys signing now of each webhook, newest first: public keys and times, never a private key. */
-export async function listSigningKeys(db: Db, webhookIds: readonly string[]): Promise<SigningKeyView[]> {
-  if (webhookIds.length === 0) return [];
-  return db
+export async function listSigningKeys(
+  db: Db,
+  webhookIds: readonly string[],
+): Promise<Map<string, PublicKeyView[]>> {
+  const byWebhook = new Map<string, PublicKeyView[]>(webhookIds.map((id) => [id, []]));
+  if (webhookIds.length === 0) return byWebhook;
+  const rows = await db
     .selectFrom('webhook_signing_keys')
     .select(['webhook_id', 'public_key', 'created_at', 'expires_at'])
     .where('webhook_id', 'in', [...webhookIds])
@@ -97,4 +100,6 @@ export async function listSigningKeys(db: Db, webhookIds: readonly string[]): Pr
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .execute();
+  for (const { webhook_id, ...key } of rows) byWebhook.get(webhook_id)?.push(key);
+  return byWebhook;
 }
