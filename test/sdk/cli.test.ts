@@ -232,6 +232,41 @@ test('listen prints the command that resumes it when it ends for a revoked key, 
   expect(received.map((e) => e.related_object.id)).toEqual([forwarded]);
 });
 
+test('listen signs both header sets: a receiver of the Standard Webhooks set alone verifies with the form listen prints', async () => {
+  const own = await stack.agency();
+  const port = await freePort();
+  const received: Event[] = [];
+  let standardForm = '';
+  await startReceiver(port, (req, res) => {
+    // What a receiver using only a Standard Webhooks library sees of the delivery.
+    delete req.headers['service-signature'];
+    const handler = createWebhookHandler({
+      secrets: standardForm,
+      onEvent: (event) => void received.push(event),
+    });
+    void handler(req, res);
+  });
+  const listener = startListen(
+    ['--forward-to', `http://127.0.0.1:${port}/hook`, '--events', 'trip.created'],
+    own.key,
+  );
+  await waitFor(() => listener.output.includes('Ready.'), { what: 'listen to start' });
+  const printed =
+    /Webhook secret for your receiver: (whsec_\S+)\nThe same secret for Standard Webhooks libraries: (whsec_\S+)\n/.exec(
+      listener.output,
+    );
+  expect(printed).not.toBeNull();
+  standardForm = printed![2]!;
+  expect(Buffer.from(standardForm.slice(6), 'base64')).toEqual(
+    Buffer.from(printed![1]!.slice(6), 'base64url'),
+  );
+  const forwarded = await insertTrip(stack.db, own.agencyId, 'Standard');
+  await waitFor(() => received.length === 1, { what: 'the forward' });
+  expect(received[0]!.related_object.id).toBe(forwarded);
+  listener.child.kill('SIGINT');
+  await listener.exit;
+});
+
 test('a key holding characters no key has is refused before use, and never printed', async () => {
   const key = `${agency.key}\nx`;
   for (const args of [
@@ -248,7 +283,8 @@ test('a key holding characters no key has is refused before use, and never print
 
 test('the help says where listen sends what it forwards, and how it is signed', async () => {
   const help = (await trips(['--help'])).stdout.replace(/\s+/g, ' ');
-  expect(help).toContain('signed with a per-run secret (printed at start');
+  expect(help).toContain('signed with a per-run secret (printed at start in both its forms');
+  expect(help).toContain("with both header sets, Service-Signature and Standard Webhooks'");
   expect(help).toContain('goes wherever --forward-to says');
 });
 

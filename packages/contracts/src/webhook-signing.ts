@@ -10,7 +10,7 @@ import {
 
 // How a delivery is signed (decisions.md D7 and D11): the one place the dispatcher, the settings
 // module, the benchmarks and the tests sign or make keys. The SDK, which ships alone, has its own
-// copy (packages/sdk/src/webhooks/sign.ts); services/dispatcher/test/signing-copies.test.ts proves
+// copy (packages/sdk/src/webhooks/sign.ts); test/sdk/signing-copies.test.ts proves
 // the two make the same headers.
 
 /** D7: what every webhook secret starts with. */

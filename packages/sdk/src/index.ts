@@ -19,7 +19,7 @@ export {
   type EventStreamOptions,
 } from './event-stream.ts';
 export { verifyWebhook, type VerifyOptions } from './webhooks/verify.ts';
-export { signWebhookForTest, type SignedDelivery } from './webhooks/sign.ts';
+export { generateTestSigningKey, signWebhookForTest, type SignedDelivery } from './webhooks/sign.ts';
 export { createWebhookHandler, type WebhookHandlerOptions } from './webhooks/handler.ts';
 export type { HeadersLike } from './webhooks/headers.ts';
 export type * from './openapi-types.ts';

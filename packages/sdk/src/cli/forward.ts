@@ -85,7 +85,7 @@ function withTimeout(signal: AbortSignal): { signal: AbortSignal; done: () => vo
   };
 }
 
-/** POSTs `event` to `url` exactly as the dispatcher would: same body, headers and signature (D7). */
+/** POSTs `event` to `url` exactly as the dispatcher would: same body, headers and signatures (D7, D11). */
 export async function forward(
   url: string,
   event: Event,

@@ -3,6 +3,7 @@ import type { TripService } from '../client.ts';
 import type { Event, EventType } from '../openapi-types.ts';
 import { backoffMs, sleep } from '../retry.ts';
 import { eventProblem, sizeProblem } from './event-check.ts';
+import { standardWebhooksSecret } from '../webhooks/keys.ts';
 import { accepts, forward, ForwardError } from './forward.ts';
 import { eventLine, shown, skippedLine } from './output.ts';
 
@@ -80,6 +81,7 @@ export async function listen(client: TripService, options: ListenOptions): Promi
   options.out(
     `Ready. Forwarding ${options.types?.join(', ') ?? 'all'} events to ${target.href}\n` +
       `Webhook secret for your receiver: ${options.secret.value}\n` +
+      `The same secret for Standard Webhooks libraries: ${standardWebhooksSecret(options.secret.value)}\n` +
       (options.secret.given ? '' : '(a new one each run; pass --secret to keep one)\n'),
   );
   await client.events.consume({

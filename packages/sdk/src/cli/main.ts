@@ -15,8 +15,9 @@ const HELP = `trips ${VERSION}: the trip service's API from a terminal.
 
   trips listen --forward-to <url> [--events <type,…>] [--after <cursor>] [--secret <whsec_…>]
       Forward new events as webhook deliveries. Each body is signed with a per-run secret
-      (printed at start; --secret sets your own) and goes wherever --forward-to says: point
-      it at your own receiver.
+      (printed at start in both its forms; --secret sets your own, in either) with both
+      header sets, Service-Signature and Standard Webhooks', and goes wherever --forward-to
+      says: point it at your own receiver.
   trips events tail [--events <type,…>] [--after <cursor>] [--json]
       Print events as they are recorded.
   trips trips get <id>        (also: trips payments get <id>, trips contacts get <id>)

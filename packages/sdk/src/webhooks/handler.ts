@@ -1,10 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WebhookVerificationError } from '../errors.ts';
 import type { Event } from '../openapi-types.ts';
-import { secretList, verifyWebhook, type VerifyOptions } from './verify.ts';
+import { keyList, verifyWebhook, type VerifyOptions } from './verify.ts';
 
 export interface WebhookHandlerOptions extends VerifyOptions {
-  /** The webhook's secret (whsec_…), or during a rotation both. */
+  /**
+   * The webhook's secret (whsec_…, either form API settings shows) or its ed25519 public key
+   * (whpk_…), or during a rotation both.
+   */
   secrets: string | readonly string[];
   /**
    * Called with each verified event before the answer: resolve and the delivery is answered 200,
@@ -60,7 +63,7 @@ export function createWebhookHandler(
 ): (req: IncomingMessage, res: ServerResponse, next?: Next) => Promise<void> {
   if (!options || typeof options.onEvent !== 'function')
     throw new TypeError('createWebhookHandler: onEvent must be a function (event) => …');
-  secretList(options.secrets); // a missing secret is a setup error: say so at start, not per request
+  keyList(options.secrets); // a missing secret is a setup error: say so at start, not per request
   return async (req, res, next) => {
     let event: Event;
     try {

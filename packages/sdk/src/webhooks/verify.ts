@@ -1,8 +1,10 @@
-import { timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual, type KeyObject } from 'node:crypto';
 import { WebhookVerificationError } from '../errors.ts';
 import type { Event } from '../openapi-types.ts';
 import { headerValue, type HeadersLike } from './headers.ts';
-import { SIGNATURE_HEADER, signatureBytes } from './sign.ts';
+import { isPublicKey, publicKey, serviceSecret } from './keys.ts';
+import { SIGNATURE_HEADER, signatureBytes, STANDARD_HEADERS } from './sign.ts';
+import { matchStandardSignature, parseStandardHeaders } from './standard.ts';
 
 export interface VerifyOptions {
   /** How far `t` may be from this machine's clock, either way. Default 300 s (D7). */
@@ -29,13 +31,24 @@ function rawBytes(rawBody: unknown): Buffer {
   );
 }
 
-export function secretList(secrets: unknown): string[] {
-  const list = typeof secrets === 'string' ? [secrets] : Array.isArray(secrets) ? secrets : [];
+/** The keys a receiver verifies with: the webhook's secrets (either form) and its public keys. */
+interface Keys {
+  secrets: string[];
+  publicKeys: KeyObject[];
+}
+
+/** Secrets (whsec_…) and public keys (whpk_…), one or a list; anything else is a setup error. */
+export function keyList(keys: unknown): Keys {
+  const list = typeof keys === 'string' ? [keys] : Array.isArray(keys) ? keys : [];
   if (list.length === 0 || list.some((s) => typeof s !== 'string' || s === ''))
     throw new TypeError(
-      `verifyWebhook: secrets must be the webhook's secret (whsec_…) or a list of them; got ${secrets === undefined ? 'undefined (is the environment variable set?)' : typeof secrets}.`,
+      `verifyWebhook: secrets must be the webhook's secret (whsec_…) or public key (whpk_…), or a list of them; got ${keys === undefined ? 'undefined (is the environment variable set?)' : typeof keys}.`,
     );
-  return list as string[];
+  const strings = list as string[];
+  return {
+    secrets: strings.filter((key) => !isPublicKey(key)),
+    publicKeys: strings.filter(isPublicKey).map(publicKey),
+  };
 }
 
 /** `t=<unix seconds>,v1=<hex>[,v1=…]`; other schemes are ignored, so a future v2 does not break it. */
@@ -83,26 +96,7 @@ function parseEvent(bytes: Buffer): Event {
   return e as Event;
 }
 
-/**
- * Checks a webhook delivery and returns its event, or throws a WebhookVerificationError whose
- * `reason` names the check that failed. Pass the raw body, the request's headers and the
- * webhook's secret; during a rotation pass both secrets. Comparisons are constant-time.
- */
-export function verifyWebhook(
-  rawBody: string | Buffer | Uint8Array,
-  headers: HeadersLike,
-  secrets: string | readonly string[],
-  options: VerifyOptions = {},
-): Event {
-  const bytes = rawBytes(rawBody);
-  const keys = secretList(secrets);
-  const header = headerValue(headers, SIGNATURE_HEADER);
-  if (header === undefined || header.trim() === '')
-    throw fail(
-      'missing_header',
-      'No Service-Signature header: this request did not come from the trip service.',
-    );
-  const { timestamp, v1 } = parseHeader(header);
+function checkTime(timestamp: number, options: VerifyOptions): void {
   const tolerance = options.toleranceSeconds ?? 300;
   const now = options.now ?? Math.floor(Date.now() / 1000);
   if (now - timestamp > tolerance)
@@ -115,7 +109,13 @@ export function verifyWebhook(
       'timestamp_in_future',
       `The signature's time is ${timestamp - now} s ahead of this machine's clock, more than the ${tolerance} s allowed.`,
     );
-  const expected = keys.map((key) => signatureBytes(key, timestamp, bytes));
+}
+
+/** Service-Signature (D7): any `v1=` matching the body with one of the secrets. */
+function verifyServiceSignature(bytes: Buffer, header: string, secrets: string[], options: VerifyOptions) {
+  const { timestamp, v1 } = parseHeader(header);
+  checkTime(timestamp, options);
+  const expected = secrets.map((secret) => signatureBytes(serviceSecret(secret), timestamp, bytes));
   // Every pair is compared, matching or not, so the time taken does not tell which one matched.
   let matched = false;
   for (const given of v1) for (const wanted of expected) matched = timingSafeEqual(given, wanted) || matched;
@@ -124,5 +124,42 @@ export function verifyWebhook(
       'no_matching_signature',
       'No v1 signature matches this body with the given secret(s): a wrong secret, or a body changed on the way.',
     );
+}
+
+const present = (value: string | undefined): value is string => value !== undefined && value.trim() !== '';
+
+/**
+ * Checks a webhook delivery and returns its event, or throws a WebhookVerificationError whose
+ * `reason` names the check that failed. Pass the raw body, the request's headers and the
+ * webhook's secret (`whsec_…`, in either of the forms API settings shows), or its public key
+ * (`whpk_…`) when the webhook signs with ed25519; during a rotation pass both. A delivery carries
+ * two header sets: Service-Signature is checked with secrets, and the Standard Webhooks set
+ * (webhook-signature) when a public key is given or Service-Signature is absent. Comparisons are
+ * constant-time.
+ */
+export function verifyWebhook(
+  rawBody: string | Buffer | Uint8Array,
+  headers: HeadersLike,
+  secrets: string | readonly string[],
+  options: VerifyOptions = {},
+): Event {
+  const bytes = rawBytes(rawBody);
+  const keys = keyList(secrets);
+  const service = headerValue(headers, SIGNATURE_HEADER);
+  const standard = headerValue(headers, STANDARD_HEADERS.signature);
+  if (keys.publicKeys.length === 0 && present(service)) {
+    verifyServiceSignature(bytes, service, keys.secrets, options);
+  } else if (present(standard)) {
+    const parsed = parseStandardHeaders(headers, standard);
+    checkTime(parsed.timestamp, options);
+    matchStandardSignature(parsed, bytes, keys.secrets, keys.publicKeys);
+  } else {
+    throw fail(
+      'missing_header',
+      keys.publicKeys.length > 0
+        ? 'No webhook-signature header: a public key (whpk_…) verifies only its v1a signatures. Did this request come from the trip service?'
+        : 'No Service-Signature or webhook-signature header: this request did not come from the trip service.',
+    );
+  }
   return parseEvent(bytes);
 }
