@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import { SCOPES } from '@trips/contracts';
+import { parseDuration } from '@trips/runtime';
 import { checkScopes, SettingsError } from '@trips/settings';
 
 // Argument parsers for commander: a value they refuse becomes a usage error (exit 2) naming the
@@ -82,4 +83,13 @@ export function parseHttpUrl(value: string): string {
     throw new InvalidArgumentError(`'${value}' is not an http or https URL.`);
   }
   return value.replace(/\/+$/, '');
+}
+
+/** A rotation's overlap: a duration such as 24h, 30m or 0s. */
+export function parseOverlap(value: string): number {
+  try {
+    return parseDuration(value.trim());
+  } catch {
+    throw new InvalidArgumentError(`'${value}' is not a duration such as 24h, 30m or 0s.`);
+  }
 }

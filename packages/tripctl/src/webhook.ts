@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { EVENT_TYPE_NAMES, formatTime } from '@trips/contracts';
-import { isCalendarTime, parseDuration } from '@trips/runtime';
+import { isCalendarTime } from '@trips/runtime';
 import {
   checkDescription,
   checkEventTypes,
@@ -12,13 +12,15 @@ import {
   parseRateLimit,
   PLATFORM,
   SettingsError,
+  type PublicKeyView,
   type WebhookView,
 } from '@trips/settings';
 import { requireAgency } from './agency.ts';
 import { progressReporter } from './progress.ts';
 import { addAttemptsCommand } from './webhook-attempts.ts';
 import { addAttemptCommand, addResendCommand } from './webhook-attempt.ts';
-import { fromCheck, idOf, webhookId } from './args.ts';
+import { addSigningCommands } from './webhook-signing.ts';
+import { fromCheck, idOf, parseOverlap, webhookId } from './args.ts';
 import { objectIdArgument, objectIdOption } from './object-id.ts';
 import { JSON_OPTION, type Context } from './context.ts';
 import { usageError } from './errors.ts';
@@ -62,7 +64,13 @@ const rateLimitOf = (option: RateLimitOption) => (option === 'off' ? null : opti
 
 const time = (d: Date | null, none: string) => (d ? formatTime(d) : none);
 
-function webhookLines(w: WebhookView): string[] {
+/** The secret again as the Standard Webhooks libraries take it (D11; docs/webhooks.md, "Secrets"). */
+const standardFormLines = (standard: string) => [
+  'The same secret in the form Standard Webhooks libraries take (standard base64):',
+  standard,
+];
+
+function webhookLines(w: WebhookView & { ed25519_public_keys: PublicKeyView[] }): string[] {
   const health = [`last success ${time(w.last_success_at, 'never')}`];
   if (w.failing_since) health.unshift(`failing since ${time(w.failing_since, '')}`);
   if (w.disabled_at) {
@@ -78,6 +86,7 @@ function webhookLines(w: WebhookView): string[] {
     `  rate limit: ${describeRateLimit(w.rate_limit)}`,
     ...(w.paused ? [`  paused until ${formatTime(w.paused.until)}: ${w.paused.reason}`] : []),
     `  ${health.join(', ')}`,
+    ...w.ed25519_public_keys.map((k) => `  ed25519 public key: ${k.public_key}`),
   ];
 }
 
@@ -97,6 +106,7 @@ export function registerWebhook(program: Command, ctx: Context): void {
   addTestCommand(webhook, ctx);
   addRedeliverCommand(webhook, ctx);
   addResendCommand(webhook, ctx);
+  addSigningCommands(webhook, ctx);
 }
 
 /** `webhook create`: registers a webhook and prints its signing secret, once. */
@@ -133,20 +143,25 @@ function addCreateCommand(webhook: Command, ctx: Context): void {
         json?: boolean;
       }) => {
         const agency = await requireAgency(ctx, opts.agency);
-        const { webhook: created, secret } = await ctx.settings().createWebhook(PLATFORM, {
+        const {
+          webhook: created,
+          secret,
+          standard_webhooks_secret,
+        } = await ctx.settings().createWebhook(PLATFORM, {
           agencyId: agency.id,
           url: opts.url,
           eventTypes: opts.events,
           description: opts.description ?? null,
           rateLimit: rateLimitOf(opts.rateLimit) ?? null,
         });
-        printResult(ctx.io, opts.json, { ...created, secret }, [
+        printResult(ctx.io, opts.json, { ...created, secret, standard_webhooks_secret }, [
           `Created webhook ${created.id} for agency ${agency.id} "${agency.name}", state ${created.state}:`,
           `  url: ${created.url}`,
           `  events: ${created.events.join(', ')}`,
           `  rate limit: ${describeRateLimit(created.rate_limit)}`,
           'Its signing secret will not be shown again; store it now:',
           secret,
+          ...standardFormLines(standard_webhooks_secret),
         ]);
       },
     );
@@ -277,6 +292,7 @@ function addRotateSecretCommand(webhook: Command, ctx: Context): void {
         `Rotated the secret of webhook ${rotated.webhook_id}; the previous secret signs until ${formatTime(rotated.previous_secrets_expire_at)}.`,
         'The new signing secret will not be shown again; store it now:',
         rotated.secret,
+        ...standardFormLines(rotated.standard_webhooks_secret),
       ]);
     });
 }
@@ -320,14 +336,6 @@ function addRedeliverCommand(webhook: Command, ctx: Context): void {
         `Queued ${result.events} event${result.events === 1 ? '' : 's'} since ${formatTime(result.since)} for webhook ${result.webhook_id}.`,
       ]);
     });
-}
-
-function parseOverlap(value: string): number {
-  try {
-    return parseDuration(value.trim());
-  } catch {
-    throw new InvalidArgumentError(`'${value}' is not a duration such as 24h, 30m or 0s.`);
-  }
 }
 
 /** An ISO 8601 time, or a duration before now. */

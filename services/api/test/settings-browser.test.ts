@@ -174,7 +174,7 @@ withChromium(
     await events.getByLabel('All events').check();
     await page.getByRole('button', { name: 'Add webhook' }).click();
     await page.getByRole('heading', { name: 'Your new webhook' }).waitFor();
-    firstSecret = (await page.locator('output').textContent())!.trim();
+    firstSecret = (await page.locator('output[aria-label="Signing secret"]').textContent())!.trim();
     await shot('04-webhook-secret-shown-once');
     await page.getByRole('link', { name: 'I have copied it, go back' }).click();
     await page.waitForURL(/\/settings\/webhooks\/whk_\w+$/);
@@ -217,7 +217,7 @@ withChromium(
     await expect(page.getByLabel('Keep the current secret signing for').inputValue()).resolves.toBe('86400');
     await page.getByRole('button', { name: 'Rotate secret' }).click();
     await page.getByRole('heading', { name: 'Your new signing secret' }).waitFor();
-    const newSecret = (await page.locator('output').textContent())!.trim();
+    const newSecret = (await page.locator('output[aria-label="Signing secret"]').textContent())!.trim();
     expect(newSecret).not.toBe(firstSecret);
     await shot('06-secret-rotated');
     await page.getByRole('link', { name: 'I have copied it, go back' }).click();

@@ -12,6 +12,11 @@ const NOTICES: Record<string, string> = {
   'sent-again':
     'The event is queued to be sent again, as a new delivery (attempt 1); it shows in the delivery log in a moment.',
   redelivered: 'The events are queued for delivery again; they show in the delivery log as they go.',
+  'ed25519-on':
+    'ed25519 is on: from the next delivery, webhook-signature also carries a v1a signature that the public key below verifies.',
+  'ed25519-rotated':
+    'A new key signs from the next delivery; the previous one goes on signing until the time shown below.',
+  'ed25519-off': 'ed25519 is off: deliveries carry no v1a signature from the next one.',
 };
 
 /** The notice a redirect names in `?notice=`, if it is one of ours. */

@@ -9,6 +9,7 @@ import { addPageSetup } from './routes/page-setup.ts';
 import { addRefusals } from './routes/refusals.ts';
 import { addShownOnceRoute } from './routes/shown-once.ts';
 import { addSessionCheck, addSignInRoutes, addSignOutRoute } from './routes/signing-in.ts';
+import { addWebhookSigningRoutes } from './routes/webhook-signing.ts';
 import { addDeliveryRoutes, addWebhookRoutes } from './routes/webhooks.ts';
 
 export type { SettingsPageOptions } from './context.ts';
@@ -38,6 +39,7 @@ export function settingsPageRouter(
   addKeyRoutes(router, context);
   addShownOnceRoute(router, context);
   addWebhookRoutes(router, context);
+  addWebhookSigningRoutes(router, context);
   addDeliveryRoutes(router, context);
   // ---- Anything else, and refusals ----
   addRefusals(router, context);

@@ -1,6 +1,7 @@
 import type { Router } from 'express';
+import { standardWebhooksSecret } from '@trips/contracts/webhook-signing';
 import type { PageContext, SignedIn } from '../context.ts';
-import { html, time } from '../html.ts';
+import { html, time, type SafeHtml } from '../html.ts';
 import type { ShownOnceAbout } from '../shown-once.ts';
 import { messagePage, shownOncePage } from '../views/message-pages.ts';
 
@@ -22,9 +23,9 @@ function presentation(about: ShownOnceAbout) {
         title: 'Your new webhook',
         label: 'Signing secret',
         explanation: html`<p>
-          Verify each delivery’s <code>Service-Signature</code> with it (see the
-          <a href="/docs#webhooks">webhooks guide</a>). Deliveries to <code>${about.url}</code> start with the
-          next event.
+          Verify each delivery’s <code>Service-Signature</code> with it, or its
+          <code>webhook-signature</code> (see the <a href="/docs#webhooks">webhooks guide</a>). Deliveries to
+          <code>${about.url}</code> start with the next event.
         </p>`,
         back: `/settings/webhooks/${about.webhookId}`,
       };
@@ -34,13 +35,24 @@ function presentation(about: ShownOnceAbout) {
         label: 'Signing secret',
         explanation: html`<p>
           The previous secret keeps signing until ${time(new Date(about.previousExpireAt))}: until then each
-          delivery carries a <code>v1=</code> signature for each, so switch your endpoint to the new one
+          delivery carries a signature for each, in both headers, so switch your endpoint to the new one
           before.
         </p>`,
         back: `/settings/webhooks/${about.webhookId}`,
       };
   }
 }
+
+/**
+ * A webhook secret also in the form the Standard Webhooks libraries take (D11): the same 32
+ * bytes in standard base64, where the secret itself is in base64url (docs/webhooks.md, "Secrets").
+ */
+const standardForm = (secret: string): { label: string; value: string; hint: SafeHtml } => ({
+  label: 'The same secret for Standard Webhooks libraries',
+  value: standardWebhooksSecret(secret),
+  hint: html`The same secret in the form the Standard Webhooks libraries take (standard base64), to verify the
+    <code>webhook-signature</code> header with one of them:`,
+});
 
 /** The one page that shows a new key or secret, once (post/redirect/get; shown-once.ts). */
 export function addShownOnceRoute(router: Router, { shownOnce }: PageContext): void {
@@ -60,7 +72,14 @@ export function addShownOnceRoute(router: Router, { shownOnce }: PageContext): v
             ),
           );
       }
-      res.type('html').send(shownOncePage(user, { ...presentation(shown.about), value: shown.value }));
+      const alternate = shown.about.kind === 'key' ? undefined : standardForm(shown.value);
+      res.type('html').send(
+        shownOncePage(user, {
+          ...presentation(shown.about),
+          value: shown.value,
+          ...(alternate && { alternate }),
+        }),
+      );
     } catch (error) {
       next(error);
     }

@@ -59,7 +59,7 @@ function logView(req: Request): { failedOnly: boolean; before?: number } {
 }
 
 /** A refused action of a form on a webhook's page shows that page again (with what was typed). */
-const onWebhook =
+export const onWebhook =
   (ctx: PageContext, draft?: (req: Request) => WebhookDraft): Refusal =>
   (req, res, status, banner) =>
     renderWebhook(ctx, req, res, status, banner, draft?.(req));

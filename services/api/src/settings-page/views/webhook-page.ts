@@ -1,21 +1,18 @@
 import type { SessionUser } from '@trips/db/sessions';
-import { describeRateLimit, type WebhookHealth, type WebhookView } from '@trips/settings';
+import { describeRateLimit, type PublicKeyView, type WebhookHealth, type WebhookView } from '@trips/settings';
 import { html, time, type SafeHtml } from '../html.ts';
 import { deliveryLog, type LogInput } from './delivery-log.ts';
 import { healthSection } from './health-chart.ts';
 import { banners, csrfField, page, stateBadge, type Banner } from './layout.ts';
+import { overlapSelect } from './overlap-choices.ts';
+import { signingSection } from './signing-section.ts';
 import { rateLimitField, webhookFields, type WebhookDraft } from './webhook-form.ts';
 
-const OVERLAP_CHOICES: { value: string; label: string }[] = [
-  { value: '0', label: 'no overlap: the old secret stops now' },
-  { value: '3600', label: '1 hour' },
-  { value: '86400', label: '24 hours' },
-  { value: '259200', label: '3 days' },
-  { value: '604800', label: '7 days' },
-];
-
 export interface WebhookPageInput extends Banner {
-  webhook: WebhookView & { secrets: { created_at: Date; expires_at: Date | null }[] };
+  webhook: WebhookView & {
+    secrets: { created_at: Date; expires_at: Date | null }[];
+    ed25519_public_keys: PublicKeyView[];
+  };
   log: LogInput;
   /** The latest failure in words (the webhook's last_error is its class). */
   lastFailureReason: string | null;
@@ -110,18 +107,12 @@ export function webhookPage(user: SessionUser, input: WebhookPageInput): string 
             During the overlap each delivery carries both signatures, so your endpoint can switch without
             losing one.
           </p>
-          <select id="overlap" name="overlap_seconds" aria-describedby="overlap-hint">
-            ${OVERLAP_CHOICES.map(
-              (c) =>
-                html`<option value="${c.value}" ${c.value === '86400' ? html` selected` : ''}>
-                  ${c.label}
-                </option>`,
-            )}
-          </select>
+          ${overlapSelect('overlap', 'overlap-hint')}
           <div class="actions"><button type="submit" class="secondary">Rotate secret</button></div>
         </form>
       </section>
 
+      ${signingSection(user, w.id, w.ed25519_public_keys)}
       ${
         on
           ? html`<section class="card" aria-labelledby="redeliver-heading">
