@@ -5,12 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/prepare.sh
-# The browser's, promtool's and haproxy's tests run, or skip where the tool cannot be had outside CI
-# (exit 3, which says so).
-export SKIP_BROWSER_TESTS=0 SKIP_PROMTOOL_TESTS=0 SKIP_HAPROXY_TESTS=0
+# The browser's, promtool's, haproxy's and the recipes' interpreters' tests run, or skip where the
+# tool cannot be had outside CI (exit 3, which says so; interpreters.sh names the missing ones on stdout).
+export SKIP_BROWSER_TESTS=0 SKIP_PROMTOOL_TESTS=0 SKIP_HAPROXY_TESTS=0 SKIP_RECIPES=
 bash scripts/browser.sh || { status=$?; [ "$status" = 3 ] || exit "$status"; SKIP_BROWSER_TESTS=1; }
 bash scripts/promtool.sh || { status=$?; [ "$status" = 3 ] || exit "$status"; SKIP_PROMTOOL_TESTS=1; }
 bash scripts/haproxy.sh || { status=$?; [ "$status" = 3 ] || exit "$status"; SKIP_HAPROXY_TESTS=1; }
+missing=$(bash scripts/interpreters.sh) || { status=$?; [ "$status" = 3 ] || exit "$status"; SKIP_RECIPES=$missing; }
 # Tests clone per-file databases from this server; it must allow CREATE DATABASE.
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 export AMQP_URL="${TEST_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672}"

@@ -1,9 +1,10 @@
-// scripts/promtool.sh, browser.sh and haproxy.sh where their tool is missing and cannot be installed
-// (not root, as on a laptop): outside CI its tests skip, in one line saying which and how to have
-// them; in CI the run fails. Run as an unprivileged user (nobody) when the test runs as root, with a
-// PATH that has no promtool or haproxy and a CHROMIUM_PATH that names no file (Debian machines have
-// the default). And scripts/services.sh as a developer's own user, for whom rabbitmqctl cannot
-// reach the broker, and `pnpm tripctl` and `pnpm trips` in a shell whose node is the machine's older one.
+// scripts/promtool.sh, browser.sh, haproxy.sh and interpreters.sh where their tool is missing and
+// cannot be installed (not root, as on a laptop): outside CI its tests skip, in one line saying which
+// and how to have them; in CI the run fails. Run as an unprivileged user (nobody) when the test runs
+// as root, with a PATH that has no promtool, haproxy or interpreter and a CHROMIUM_PATH that names no
+// file (Debian machines have the default). And scripts/services.sh as a developer's own user, for
+// whom rabbitmqctl cannot reach the broker, and `pnpm tripctl` and `pnpm trips` in a shell whose node
+// is the machine's older one.
 import { execFile, execFileSync } from 'node:child_process';
 import {
   chmodSync,
@@ -37,7 +38,10 @@ beforeAll(() => {
 afterAll(() => rmSync(bin, { recursive: true, force: true }));
 
 /** A script on standard input (readable whoever runs it), as nobody when we are root. */
-function runScript(name: string, env: Record<string, string>): Promise<{ code: number; stderr: string }> {
+function runScript(
+  name: string,
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const script = readFileSync(fileURLToPath(new URL(`../../scripts/${name}`, import.meta.url)), 'utf8');
   const asRoot = process.getuid?.() === 0;
   const [command, args] = asRoot
@@ -51,7 +55,7 @@ function runScript(name: string, env: Record<string, string>): Promise<{ code: n
       command,
       args,
       { cwd: bin, env: { PATH: bin, ...env }, timeout: 30_000 },
-      (error, _stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stderr }),
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
     );
     child.stdin!.end(script);
   });
@@ -63,6 +67,7 @@ describe('promtool.sh', () => {
   test('not CI: exit 3, on which test.sh skips the promtool tests, and one line saying which and how', async () => {
     expect(await promtoolScript({})).toEqual({
       code: 3,
+      stdout: '',
       stderr:
         'promtool: promtool is missing, so test/monitoring/alerts.test.ts skips its promtool tests ' +
         "(check rules, test rules, the naive rules); to run them, install Debian's prometheus package " +
@@ -113,6 +118,7 @@ describe('browser.sh', () => {
   test('not CI: exit 3, on which test.sh skips the browser tests, and one line saying which and how', async () => {
     expect(await browserScript({})).toEqual({
       code: 3,
+      stdout: '',
       stderr:
         `browser: ${missing()} is missing, so services/api/test/settings-browser, settings-narrow, ` +
         'settings-layout and docs-browser.test.ts skip their browser tests; to run them, install ' +
@@ -134,6 +140,36 @@ describe('browser.sh', () => {
     const ran = await browserScript({ CHROMIUM_PATH: snapshot });
     expect(ran.code).toBe(3);
     expect(ran.stderr).toContain(`browser: ${snapshot} is missing, so `);
+  });
+});
+
+describe('interpreters.sh', () => {
+  const interpretersScript = (env: Record<string, string>) => runScript('interpreters.sh', env);
+
+  test('not CI: exit 3, the missing interpreters on stdout for test.sh, and one line each naming the package', async () => {
+    const ran = await interpretersScript({});
+    expect(ran.code).toBe(3);
+    expect(ran.stdout).toBe('python3 php ruby go\n');
+    expect(ran.stderr.split('\n')).toEqual([
+      ...[
+        ['python3', 'python3'],
+        ['php', 'php-cli'],
+        ['ruby', 'ruby'],
+        ['go', 'golang-go'],
+      ].map(
+        ([interpreter, pkg]) =>
+          `interpreters: ${interpreter} is missing, so services/dispatcher/test/recipes.test.ts skips the ` +
+          `${interpreter} recipe; to run it, install Debian's ${pkg} (apt-get install ${pkg}, as root)`,
+      ),
+      '',
+    ]);
+  });
+
+  test('CI: exit 1, never a skip', async () => {
+    const ran = await interpretersScript({ CI: 'true' });
+    expect(ran.code).toBe(1);
+    expect(ran.stdout).toBe('');
+    expect(ran.stderr).toMatch(/^interpreters: python3 is missing, and CI never skips the recipes' tests: /);
   });
 });
 
@@ -181,7 +217,7 @@ const debianServices = ['pg_ctlcluster', 'pg_isready', 'redis-cli', 'redis-serve
 
   test('a broker answering on its port is up, whoever asks: no second one is started', async () => {
     const ran = await runScript('services.sh', { PATH: tools });
-    expect(ran).toEqual({ code: 0, stderr: 'services: PostgreSQL, RabbitMQ and Redis are up\n' });
+    expect(ran).toEqual({ code: 0, stdout: '', stderr: 'services: PostgreSQL, RabbitMQ and Redis are up\n' });
     expect(existsSync(join(marks, 'rabbitmq-server'))).toBe(false);
   });
 });
