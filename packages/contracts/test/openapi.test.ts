@@ -187,7 +187,14 @@ test('the webhook describes the signed delivery POST of an Event', () => {
   const delivery = doc.webhooks.event!.post!;
   const headers = (delivery.parameters ?? []).map((p) => deref<Parameter>(p));
   expect(headers.filter((p) => p.in === 'header' && p.required).map((p) => p.name)).toEqual(
-    expect.arrayContaining(['Service-Signature', 'Service-Event-Id', 'Service-Event-Type']),
+    expect.arrayContaining([
+      'Service-Signature',
+      'Service-Event-Id',
+      'Service-Event-Type',
+      'webhook-id',
+      'webhook-timestamp',
+      'webhook-signature',
+    ]),
   );
   expect(delivery.requestBody!.content['application/json']!.schema).toEqual({
     $ref: '#/components/schemas/Event',
@@ -199,4 +206,10 @@ test('the webhook describes the signed delivery POST of an Event', () => {
   expect(pattern.test(`t=1795000000,v1=${'a'.repeat(64)}`)).toBe(true);
   expect(pattern.test(`t=1795000000,v1=${'a'.repeat(64)},v1=${'b'.repeat(64)}`)).toBe(true);
   expect(pattern.test('v1=abc')).toBe(false);
+  const standard = new RegExp(headers.find((p) => p.name === 'webhook-signature')!.schema.pattern as string);
+  const v1 = `v1,${'A'.repeat(43)}=`;
+  const v1a = `v1a,${'B'.repeat(86)}==`;
+  for (const header of [v1, `${v1} ${v1}`, `${v1} ${v1a}`, `${v1} ${v1} ${v1a} ${v1a}`])
+    expect(standard.test(header)).toBe(true);
+  for (const header of [v1a, `${v1a} ${v1}`, 'v1,abc', `${v1} `]) expect(standard.test(header)).toBe(false);
 });
