@@ -90,7 +90,7 @@ export async function startDispatcherService(
   // One cache of webhooks per process (targets-cache.ts), kept fresh by the listener below.
   const targetsCache = new DeliveryTargetsCache({ ttlMs: config.webhookCacheTtlMs });
   // Deliveries in flight share their database round trips (store.ts, batching.ts).
-  const store = new DeliveryStore(db, targetsCache);
+  const store = new DeliveryStore(db, targetsCache, logger.child({ component: 'deliveries' }));
   // The endpoints and the deliverer ring it, the lanes answer (lanes.ts).
   const bell = new LaneBell();
   const endpoints = createEndpoints(config, { store, bell }, hooks.protection);
@@ -131,7 +131,10 @@ export async function startDispatcherService(
       names,
       postgresUp,
       deliverer,
-      lookups: { fanOut: store, express: new DeliveryStore(expressDb, targetsCache) },
+      lookups: {
+        fanOut: store,
+        express: new DeliveryStore(expressDb, targetsCache, logger.child({ component: 'deliveries' })),
+      },
     },
     logger,
   );

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { signingPrivateKey } from '@trips/contracts/webhook-signing';
 import type { Database } from '@trips/db';
@@ -5,28 +6,22 @@ import { openSigningKey, signingKeySealKey } from '@trips/db/webhook-signing-key
 import type { DeliveryTargetRead } from '@trips/db/webhooks';
 import type { TargetRead } from './targets-cache.ts';
 
-function opened(sealed: string, sealKey: Buffer, webhookId: string) {
-  try {
-    return signingPrivateKey(openSigningKey(sealed, sealKey, webhookId));
-  } catch {
-    // The cause (OpenSSL's "unable to authenticate data") says nothing an operator can act on.
-    throw new Error(
-      `webhook ${webhookId}: an ed25519 key does not open with the platform's sealing key (platform_secrets webhook_signing_key_seal)`,
-    );
-  }
-}
-
 /**
  * Opens the sealed ed25519 keys of the webhooks as they are read (D11), so a target in the cache
  * is ready to sign. The sealing key is read from Postgres once, when a first webhook has keys; a
- * read that fails is tried again with the next.
+ * read that fails is tried again with the next. A key that does not open (the platform's sealing
+ * key replaced, a row copied from another database) is left out and told to `unopenable`: that
+ * webhook's deliveries go without its `v1a`, which its receiver refuses, rather than every
+ * delivery of the agency failing with it.
  */
 export class SigningKeyOpener {
   private readonly db: Kysely<Database>;
+  private readonly unopenable: (webhookId: string) => void;
   private sealKey: Promise<Buffer> | undefined;
 
-  constructor(db: Kysely<Database>) {
+  constructor(db: Kysely<Database>, unopenable: (webhookId: string) => void) {
     this.db = db;
+    this.unopenable = unopenable;
   }
 
   async open(row: DeliveryTargetRead): Promise<TargetRead> {
@@ -35,7 +30,17 @@ export class SigningKeyOpener {
       this.sealKey = undefined;
       throw error;
     }));
-    return { ...row, signing_keys: row.signing_keys.map((sealed) => opened(sealed, sealKey, row.id)) };
+    const keys: KeyObject[] = [];
+    const ends: (number | null)[] = [];
+    row.signing_keys.forEach((sealed, i) => {
+      try {
+        keys.push(signingPrivateKey(openSigningKey(sealed, sealKey, row.id)));
+        ends.push(row.signing_keys_expire_in_ms[i] ?? null);
+      } catch {
+        this.unopenable(row.id);
+      }
+    });
+    return { ...row, signing_keys: keys, signing_keys_expire_in_ms: ends };
   }
 
   openAll(rows: DeliveryTargetRead[]): Promise<TargetRead[]> {

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DeliveryMessage } from '@trips/contracts';
 import type { Database } from '@trips/db';
+import type { Logger } from '@trips/runtime';
 import {
   claimHeldDeliveries,
   dropHeldDeliveries,
@@ -72,7 +73,7 @@ export class DeliveryStore {
   private readonly unclaims: Batcher<number, void>;
   private readonly reschedules: Batcher<{ id: number; delivery: DeliveryMessage; notBefore: Date }, void>;
 
-  constructor(db: Kysely<Database>, cache: DeliveryTargetsCache) {
+  constructor(db: Kysely<Database>, cache: DeliveryTargetsCache, logger: Logger) {
     this.db = db;
     this.cache = cache;
     const agencies = new Batcher<string, DeliveryTargetRead[]>({
@@ -89,7 +90,12 @@ export class DeliveryStore {
       maxBatch: MAX_BATCH,
     });
     // Each read's ed25519 keys are opened once, as it is kept (D11).
-    const keys = new SigningKeyOpener(db);
+    const keys = new SigningKeyOpener(db, (webhookId) =>
+      logger.warn(
+        { webhookId },
+        "an ed25519 key of the webhook does not open with the platform's sealing key (webhook_signing_key_seal): its deliveries go without that v1a",
+      ),
+    );
     this.readAgency = async (agencyId) => keys.openAll(await agencies.call(agencyId));
     const webhooks = new Batcher<string, DeliveryTargetRead | undefined>({
       runBatch: async (ids) => {
