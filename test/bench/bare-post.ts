@@ -1,19 +1,19 @@
 // The bare baselines' webhook sender (dispatcher-bare.ts, pipeline-bare-consumer.ts): what any
 // sender must do per delivery and nothing more, set up as the dispatcher's is (sender.ts): the body
-// signed as D7 says (`t=<unix>,v1=<hex>` of `<t>.<body>`), over keep-alive connections whose TLS
-// context holds the CA once. Three HTTP clients:
+// signed as D7 and D11 say (both header sets, by the signing module the dispatcher uses), over
+// keep-alive connections whose TLS context holds the CA once. Three HTTP clients:
 //   https   Node's https.request with the dispatcher's agent settings: the floor, since the
 //           dispatcher sends with exactly this;
 //   undici  undici's Pool (the client behind Node's fetch), one per origin, with the SSRF guard's
 //           lookup given at connect as the dispatcher gives it to https: the candidate;
 //   got     got over the same agent, as the dispatcher sent until it dropped got: for reference.
-import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import got from 'got';
 import { Pool } from 'undici';
 import { createSsrfGuard } from '@trips/broker';
+import { signatureHeaders } from '@trips/contracts/webhook-signing';
 
 export type BareClient = 'https' | 'undici' | 'got';
 
@@ -28,18 +28,14 @@ const FAILED = { statusCode: 0, body: '' };
 /** The attempts log keeps this much of an answer, as the dispatcher's does. */
 const KEPT = 1024;
 
-const headersFor = (secret: string, body: string, event: { id: string; type: string }) => {
-  const t = Math.floor(Date.now() / 1000);
-  const signature = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
-  return {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(body)),
-    'user-agent': 'TripService-Webhooks/1',
-    'service-event-id': event.id,
-    'service-event-type': event.type,
-    'service-signature': `t=${t},v1=${signature}`,
-  };
-};
+const headersFor = (secret: string, body: string, event: { id: string; type: string }) => ({
+  'content-type': 'application/json',
+  'content-length': String(Buffer.byteLength(body)),
+  'user-agent': 'TripService-Webhooks/1',
+  'service-event-id': event.id,
+  'service-event-type': event.type,
+  ...signatureHeaders(event.id, body, Math.floor(Date.now() / 1000), { secrets: [secret] }),
+});
 
 export function bareSender(options: { caFile: string; secret: string; client?: BareClient }): BarePost {
   const secureContext = createSecureContext({

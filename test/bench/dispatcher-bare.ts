@@ -1,7 +1,7 @@
 // The baseline of `pnpm bench:dispatcher`, in its own process like the dispatcher it is compared
 // with: the least a webhook sender must do per delivery, with nothing in between. BENCH_CONCURRENCY
 // loops, each a signed POST of an event record (same shape and size as the dispatcher's bodies,
-// same headers, HMAC-SHA256 signature as in D7) with BENCH_BARE_CLIENT (bare-post.ts: https, the
+// same headers, both signature header sets as in D7 and D11) with BENCH_BARE_CLIENT (bare-post.ts: https, the
 // dispatcher's own client and the floor; undici; got) to BENCH_TARGET_URL. No queue, no database,
 // no breaker. Driven over IPC:
 //   parent → { op: 'start' } … { op: 'stop' }  ← { stopped: true, sent, failures }

@@ -4,7 +4,9 @@
 //   2. isolation: 10 webhooks, all healthy, then one of them hanging: the other 9 keep ≥ 0.9× of
 //      their throughput;
 //   3. end to end with the recorder: trips inserted at 500/s as the host application writes them,
-//      commit → webhook received p99 ≤ 250 ms.
+//      commit → webhook received p99 ≤ 250 ms;
+//   4. signing: the dispatcher's CPU per delivery with one HMAC (Service-Signature alone), both
+//      HMACs (and webhook-signature, D11) and with ed25519 too (targets ≤ 1.05× and ≤ 1.3× one).
 // Every service, the receiver and the bare sender run as their own Node processes; this one only
 // feeds, writes and counts. Results and how to read them: docs/benchmarks.md, "Dispatcher".
 import os from 'node:os';
@@ -15,6 +17,8 @@ import { eventRecord, type EventMessage } from '@trips/contracts';
 import { createDb } from '@trips/db';
 import { createAgency } from '@trips/db/agencies';
 import { dropHeldDeliveries } from '@trips/db/held-deliveries';
+import { generateSigningKeyPair } from '@trips/contracts/webhook-signing';
+import { addSigningKeyIn } from '@trips/db/webhook-signing-keys';
 import { createWebhook } from '@trips/db/webhooks';
 import { readConfig } from '@trips/dispatcher';
 import {
@@ -64,15 +68,22 @@ const FEED_CHUNK = 20;
 const TARGET_RATIO = 0.8;
 const TARGET_ISOLATION = 0.9;
 const TARGET_P99_MS = 250;
+/** Cycles of the signing part: each measures the three ways of signing back to back, each in turn first. */
+const SIGNING_CYCLES = 15;
+const SIGNING_WINDOW_SECONDS = 2;
+const SIGNING_SETTLE_MS = 250;
+const TARGET_BOTH_HMACS = 1.05;
+const TARGET_ED25519 = 1.3;
 /** Settings (JSON) over the production defaults of parts 2 and 3's dispatchers, to explore them. */
 const DEFAULTS_OVERRIDDEN: Record<string, string> = JSON.parse(process.env.BENCH_DISPATCHER_ENV ?? '{}');
-/** Which parts run (comma-separated), for profiling one at a time; all three by default. */
-const PARTS = new Set((process.env.BENCH_PARTS ?? 'throughput,isolation,e2e').split(','));
+/** Which parts run (comma-separated), for profiling one at a time; all four by default. */
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'throughput,isolation,e2e,signing').split(','));
 
 const DISPATCHER = fileURLToPath(new URL('../../services/dispatcher/src/main.ts', import.meta.url));
 const RECORDER = fileURLToPath(new URL('../../services/recorder/src/main.ts', import.meta.url));
 const RECEIVER = fileURLToPath(new URL('./dispatcher-receiver.ts', import.meta.url));
 const BARE = fileURLToPath(new URL('./dispatcher-bare.ts', import.meta.url));
+const SIGNING_MODES = fileURLToPath(new URL('./signing-modes-preload.ts', import.meta.url));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const now = () => performance.timeOrigin + performance.now();
@@ -126,6 +137,10 @@ async function main() {
   const isoPaths = Array.from({ length: WEBHOOKS }, (_, i) => `/i/${i}`);
   const isolationAgency = await agency('Isolation', isoPaths);
   const e2eAgency = await agency('End to end', ['/e2e']);
+  const ed25519Agency = await agency('Signing, ed25519', ['/s/ed25519']);
+  await t.db
+    .transaction()
+    .execute((trx) => addSigningKeyIn(trx, ed25519Agency.webhookIds[0]!, generateSigningKeyPair(), 0));
 
   const serviceEnv = {
     DATABASE_URL: t.url,
@@ -133,15 +148,16 @@ async function main() {
     AMQP_PREFIX: prefix,
     LOG_LEVEL: 'info',
   };
-  const startDispatcher = async (name: string, env: Record<string, string>) => {
+  const startDispatcher = async (name: string, env: Record<string, string>, nodeArgs: string[] = []) => {
     const healthPort = await freePort();
-    const child = startChild(name, DISPATCHER, {
+    const settings = {
       ...serviceEnv,
       DISPATCHER_HEALTH_PORT: String(healthPort),
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       WEBHOOK_CA_FILE: ca.caFile,
       ...env,
-    });
+    };
+    const child = startChild(name, DISPATCHER, settings, nodeArgs.length > 0, nodeArgs);
     await waitReady(child, `http://127.0.0.1:${healthPort}/readyz`);
     return Object.assign(child, { healthPort });
   };
@@ -568,6 +584,78 @@ async function main() {
         .join(
           ', ',
         )}; the machine ${((Object.values(e2eCpu).reduce((n, x) => n + x, 0) / writeSeconds / os.cpus().length) * 100).toFixed(0)} % busy`,
+    );
+  }
+
+  // ---- 4. Signing: what the second HMAC and ed25519 cost the dispatcher ----
+  if (PARTS.has('signing')) {
+    // One dispatcher and one webhook (switched to ed25519) under a steady backlog, its signing
+    // switched over IPC (signing-modes.ts) from window to window: the same process, connections,
+    // JIT and endpoint for every way, so that consecutive windows differ in signing alone.
+    const signer = await startDispatcher(
+      'dispatcher-signing',
+      { DISPATCHER_PREFETCH: String(PREFETCH), DISPATCHER_ENDPOINT_CONCURRENCY: String(CONCURRENCY) },
+      ['--import', SIGNING_MODES],
+    );
+    onCleanup(() => signer.stop());
+    const ways = [
+      { name: 'one HMAC', mode: 'one' },
+      { name: 'both HMACs', mode: 'both' },
+      { name: 'both HMACs and ed25519', mode: 'ed25519' },
+    ] as const;
+    const path = '/s/ed25519';
+    const groups = { signer: () => [signer.process.pid!] };
+    /** The signer's CPU µs per delivery over one window of one way of signing. */
+    const measure = async (way: (typeof ways)[number]) => {
+      await signer.request({ op: 'signing', mode: way.mode });
+      await sleep(SIGNING_SETTLE_MS); // attempts signed the previous way finish
+      const cpuA = sampleCpu(groups);
+      const a = await snapshot();
+      await sleep(SIGNING_WINDOW_SECONDS * 1000);
+      const b = await snapshot();
+      const cpu = cpuBetween(cpuA, sampleCpu(groups));
+      return (cpu.signer! * 1e6) / (sum(b, [path]) - sum(a, [path]));
+    };
+    const feed = feeder(ed25519Agency.id, 1, [path]);
+    await sleep(WARMUP_SECONDS * 1000);
+    for (const way of ways) await measure(way); // unmeasured: connections, JIT, keys read
+    feed.resetLowest();
+    const perWay = ways.map(() => [] as number[]);
+    for (let cycle = 0; cycle < SIGNING_CYCLES; cycle++) {
+      for (let i = 0; i < ways.length; i++) {
+        const w = (i + cycle) % ways.length;
+        perWay[w]!.push(await measure(ways[w]!));
+      }
+    }
+    const lowest = feed.lowest;
+    await feed.drain();
+    serviceWarnings.push(...warnings(signer.log()));
+    await signer.stop();
+    // Each cycle's ratio compares windows seconds apart; their median ignores the cycles a burst
+    // of other work on the machine hit.
+    const ratioTo = (w: number) => median(perWay[w]!.map((us, cycle) => us / perWay[0]![cycle]!));
+    const [both, ed25519] = [ratioTo(1), ratioTo(2)];
+    rows.push(
+      [
+        'signing: dispatcher CPU per delivery, one HMAC (Service-Signature alone)',
+        `${median(perWay[0]!).toFixed(0)} µs`,
+        'the baseline',
+      ],
+      [
+        'signing: both HMACs (Service-Signature and webhook-signature)',
+        `${median(perWay[1]!).toFixed(0)} µs`,
+        `≤ ${TARGET_BOTH_HMACS} × one: ${fmt.ratio(both)} ${verdict(both <= TARGET_BOTH_HMACS)} (median of cycle ratios)`,
+      ],
+      [
+        'signing: both HMACs and ed25519 (v1a)',
+        `${median(perWay[2]!).toFixed(0)} µs`,
+        `≤ ${TARGET_ED25519} × one: ${fmt.ratio(ed25519)} ${verdict(ed25519 <= TARGET_ED25519)} (median of cycle ratios)`,
+      ],
+    );
+    notes.push(
+      `signing, CPU µs per delivery of the dispatcher by cycle (${SIGNING_CYCLES} × ${SIGNING_WINDOW_SECONDS} s each way): ${ways
+        .map((way, w) => `${way.name} ${perWay[w]!.map((us) => us.toFixed(0)).join('/')}`)
+        .join('; ')}; lowest backlog ${lowest} deliveries`,
     );
   }
 

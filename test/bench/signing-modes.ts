@@ -1,0 +1,36 @@
+// `pnpm bench:dispatcher`'s signing part: the dispatcher's signing module with a switch, loaded in
+// its stead by signing-modes-preload.ts, for a webhook switched to ed25519. `ed25519` signs as
+// production does (D7 and D11's HMACs, and v1a with the webhook's keys); `both` leaves the keys out,
+// as for a webhook without ed25519; `one` signs Service-Signature alone, as the dispatcher did
+// before D11: the baseline the others are measured against. Driven over IPC:
+//   parent → { id, op: 'signing', mode: 'one' | 'both' | 'ed25519' }  ← { id, mode }
+import {
+  serviceSignature,
+  signatureHeaders as signBoth,
+  type SignatureHeaders,
+  type SigningKeys,
+} from '../../packages/contracts/src/webhook-signing.ts';
+
+export * from '../../packages/contracts/src/webhook-signing.ts';
+
+type Mode = 'one' | 'both' | 'ed25519';
+let mode: Mode = 'ed25519';
+
+process.on('message', (message: { id?: number; op?: string; mode?: Mode }) => {
+  if (message?.op !== 'signing' || !message.mode) return;
+  mode = message.mode;
+  process.send!({ id: message.id, mode });
+});
+// The switch must not keep the dispatcher alive once it has stopped.
+(process.channel as { unref?: () => void } | undefined)?.unref?.();
+
+export function signatureHeaders(
+  eventId: string,
+  body: string,
+  timestamp: number,
+  keys: SigningKeys,
+): SignatureHeaders {
+  if (mode === 'ed25519') return signBoth(eventId, body, timestamp, keys);
+  if (mode === 'both') return signBoth(eventId, body, timestamp, { secrets: keys.secrets });
+  return { 'service-signature': serviceSignature(body, keys.secrets, timestamp) } as SignatureHeaders;
+}
