@@ -72,7 +72,8 @@ async function deliverNotTo(agencyId: string, event: Event, witness: TestReceive
 async function cachedAgency(eventTypes?: string[]) {
   const { agencyId } = await agencyWithOwners(d.db);
   const r = await receiver();
-  const webhook = await webhookFor(d.db, agencyId, r.url, eventTypes);
+  // Its creation heard first: a lookup that begins before the notification arrives is not kept.
+  const webhook = await d.changeHeard(agencyId, () => webhookFor(d.db, agencyId, r.url, eventTypes));
   await deliver(agencyId, makeEvent(), r);
   // Cached: the next event reads nothing.
   const from = statements.length;
