@@ -54,6 +54,16 @@ const RECIPES: Record<string, Recipe> = {
     ed25519: true,
   },
 };
+/**
+ * The Go recipe is built with the standard library only: no module proxy, no toolchain download,
+ * and a build cache of its own when no HOME says where the user's is.
+ */
+const GO_OFFLINE = {
+  GOPROXY: 'off',
+  GOTOOLCHAIN: 'local',
+  GOFLAGS: '',
+  ...(!process.env.HOME && !process.env.GOCACHE && { GOCACHE: join(tmpdir(), 'trips-recipes-go-cache') }),
+};
 const skipped = new Set((process.env.SKIP_RECIPES ?? '').split(/[\s,]+/).filter(Boolean));
 
 let deliveries: DeliveryRun;
@@ -139,7 +149,7 @@ describe.each(Object.keys(RECIPES))('the %s recipe', (language) => {
         if (r.build)
           await run(r.build[0], r.build[1], {
             cwd: dir,
-            env: { ...process.env, GOPROXY: 'off' },
+            env: { ...process.env, ...GO_OFFLINE },
             timeout: 180_000,
           });
         const all = deliveries.deliveries;
