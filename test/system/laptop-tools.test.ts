@@ -94,6 +94,7 @@ describe('haproxy.sh', () => {
   test('not CI: exit 3, on which test.sh skips the Postgres failover tests, and one line saying which and how', async () => {
     expect(await haproxyScript({})).toEqual({
       code: 3,
+      stdout: '',
       stderr:
         'haproxy: haproxy is missing, so test/system/pg-failover*.serial.test.ts skip; to run them, ' +
         "install Debian's haproxy package (apt-get install haproxy, as root) or set HAPROXY to a haproxy\n",
