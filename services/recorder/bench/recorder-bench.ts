@@ -1,7 +1,11 @@
 /* eslint-disable no-console -- a benchmark prints its figures to the terminal */
 // Recorder benchmark, run by `pnpm bench:recorder` (test/bench/recorder.ts). It lives beside the
-// recorder so it resolves the recorder's own dependencies (amqplib, kysely). A write storm from several connections, then a paced
-// load at 500 events/s for latency, then a bare amqplib confirm-channel publisher as baseline.
+// recorder so it resolves the recorder's own dependencies (amqplib, kysely). A write storm from
+// several connections, then a paced load at 500 events/s for latency, then the baseline: the same
+// storm through bench:pipeline's bare relay (test/bench/pipeline-bare-relay.ts), the least an
+// outbox relay can do with the same durability (each batch deleted from its outbox only once the
+// broker confirmed it, into a quorum queue, as ours' queues are), and for reference a bare
+// confirm-channel publisher with no database at all, which earlier runs took as the floor.
 // Uses the local Postgres (DATABASE_URL) and RabbitMQ (AMQP_URL); results go in
 // docs/benchmarks/recorder.md, the latest with their targets in docs/benchmarks.md.
 import { spawn } from 'node:child_process';
@@ -12,6 +16,8 @@ import { sql, type Kysely } from 'kysely';
 import { createDb, type Database } from '@trips/db';
 import { readEventPage } from '@trips/db/events';
 import { amqpUrl, createTestDatabase, deleteAmqpObjects, randomAmqpPrefix } from '@trips/testkit';
+import { startChild } from '../../../test/bench/dispatcher-procs.ts';
+import { createBareSchema } from '../../../test/bench/pipeline-bare.ts';
 
 const WRITERS = Number(process.env.BENCH_WRITERS ?? 6);
 const STORM_EVENTS = Number(process.env.BENCH_EVENTS ?? 30_000);
@@ -20,6 +26,7 @@ const PACED_RATE = 500; // events/s
 const PACED_SECONDS = Number(process.env.BENCH_PACED_SECONDS ?? 10);
 
 const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const BARE_RELAY = fileURLToPath(new URL('../../../test/bench/pipeline-bare-relay.ts', import.meta.url));
 const t = await createTestDatabase();
 const prefix = randomAmqpPrefix();
 const exchange = `${prefix}trips.events`;
@@ -32,7 +39,8 @@ const conn = await amqplib.connect(amqpUrl);
 const ch = await conn.createChannel();
 await ch.assertExchange(exchange, 'topic', { durable: true });
 const queueName = `${prefix}bench`;
-await ch.assertQueue(queueName, { durable: true });
+// A quorum queue, as the dispatcher's are, so ours and the bare relay confirm against the same kind.
+await ch.assertQueue(queueName, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
 await ch.bindQueue(queueName, exchange, '#');
 await ch.assertExchange(expressExchange, 'topic', { durable: true });
 await ch.bindQueue(queueName, expressExchange, '#');
@@ -150,7 +158,49 @@ recorder.kill('SIGTERM');
 await new Promise((resolve) => recorder.once('exit', resolve));
 await Promise.all(clients.map((c) => c.destroy()));
 
-// 3. Baseline: a bare confirm-channel publisher, same number and size of messages.
+// 3. Baseline: the same storm, written the same way into bare.trips, relayed by the bare relay.
+await createBareSchema(t.url);
+const bareQueue = `${prefix}bare`;
+const relay = startChild(
+  'bare-relay',
+  BARE_RELAY,
+  { DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_QUEUE: bareQueue },
+  true,
+);
+await relay.next((m) => m.ready === true);
+const bareArrived = new Map<string, number>();
+await ch.consume(
+  bareQueue,
+  (msg) => {
+    if (!msg) return;
+    const event = JSON.parse(msg.content.toString()) as { related_object: { id: string } };
+    bareArrived.set(event.related_object.id, performance.now());
+  },
+  { noAck: true },
+);
+const bareClients = Array.from({ length: WRITERS }, () =>
+  createDb(t.url, { max: 1, applicationName: 'bench-writer' }),
+);
+let bareCounter = 0;
+const bareIds: string[] = [];
+const bareStart = performance.now();
+await Promise.all(
+  bareClients.map(async (c) => {
+    while (bareCounter < STORM_EVENTS) {
+      const ids = Array.from({ length: PER_TXN }, () => `trp_x${bareCounter++}`);
+      await sql`INSERT INTO bare.trips (id, agency_id, title, num_days) SELECT unnest(${ids}::text[]), 'agy_bench', 'Bench', 3`.execute(
+        c,
+      );
+      bareIds.push(...ids);
+    }
+  }),
+);
+const bareAt = await waitUntil(() => bareIds.every((id) => bareArrived.has(id)));
+const bareRelayPerSec = bareIds.length / secs(bareAt - bareStart);
+await relay.stop();
+await Promise.all(bareClients.map((c) => c.destroy()));
+
+// For reference: a bare confirm-channel publisher, same number and size of messages, no database.
 const sample = Buffer.from(
   JSON.stringify({
     agency_id: 'agy_bench',
@@ -165,19 +215,22 @@ const sample = Buffer.from(
   }),
 );
 const confirm = await conn.createConfirmChannel();
-const bareQueue = `${prefix}bare`;
-await confirm.assertQueue(bareQueue, { durable: true });
-await confirm.bindQueue(bareQueue, exchange, 'bare.#');
-const bareStart = performance.now();
+const publisherQueue = `${prefix}publisher`;
+await confirm.assertQueue(publisherQueue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+await confirm.bindQueue(publisherQueue, exchange, 'bare.#');
+const publisherStart = performance.now();
 for (let i = 0; i < stormIds.length; i++) {
   const ok = confirm.publish(exchange, 'bare.trip.created', sample, { persistent: true, messageId: `m${i}` });
   if (!ok) await new Promise((resolve) => confirm.once('drain', resolve));
 }
 await confirm.waitForConfirms();
-const barePerSec = stormIds.length / secs(performance.now() - bareStart);
+const barePerSec = stormIds.length / secs(performance.now() - publisherStart);
 
 await conn.close();
-await deleteAmqpObjects({ queues: [queueName, bareQueue], exchanges: [exchange, expressExchange] });
+await deleteAmqpObjects({
+  queues: [queueName, bareQueue, publisherQueue],
+  exchanges: [exchange, expressExchange],
+});
 await t.drop();
 
 const r = (n: number) => Math.round(n);
@@ -188,8 +241,13 @@ console.log(`storm: ${storm.events} events from ${WRITERS} connections, ${PER_TX
 console.log(`  changes captured     ${r(storm.capturedPerSec)} /s`);
 console.log(`  events recorded      ${r(storm.recordedPerSec)} /s (visible in GET /events)`);
 console.log(`  events published     ${r(storm.publishedPerSec)} /s (received from the broker)`);
+const ratio = storm.publishedPerSec / bareRelayPerSec;
 console.log(
-  `  bare confirm publisher ${r(barePerSec)} /s → recorder/bare = ${(storm.publishedPerSec / barePerSec).toFixed(2)}`,
+  `  bare relay (bench:pipeline's) over the same storm ${r(bareRelayPerSec)} /s → recorder/bare relay = ` +
+    `${ratio.toFixed(2)} (target ≥ 0.5: ${ratio >= 0.5 ? 'MET' : 'MISS'})`,
+);
+console.log(
+  `  bare confirm publisher, no database ${r(barePerSec)} /s → recorder/publisher = ${(storm.publishedPerSec / barePerSec).toFixed(2)} (for reference)`,
 );
 console.log(`paced: ${PACED_RATE} events/s for ${PACED_SECONDS} s (${pacedIds.length} events)`);
 console.log(
