@@ -110,6 +110,8 @@ export async function runBench(main: () => Promise<void>): Promise<void> {
   } finally {
     await cleanup();
   }
+  // Whatever a failed step left running (a writer's timer, a pool) must not keep the lock's queue waiting.
+  process.exit();
 }
 
 export function cleanup(): Promise<void> {

@@ -5,6 +5,7 @@
 //   parent → { op: 'run', url, headers, paths, rate, minutes }
 //   child  → { minute, rps, p50, p95, p99, failures }   after each minute
 //   child  → { done: true, rps, p50, p95, p99, failures } over every minute
+// A parent may send runs one after another (bench:capacity sends one per step).
 import { percentile } from './lib.ts';
 import { paced } from './paced.ts';
 
@@ -32,7 +33,7 @@ const summary = (sorted: ArrayLike<number>, seconds: number, failures: number) =
   return { rps: sorted.length / seconds, p50: at(50), p95: at(95), p99: at(99), failures };
 };
 
-process.once('message', (run: Run) => {
+process.on('message', (run: Run) => {
   void (async () => {
     let next = 0;
     const nextPath = () => run.paths[next++ % run.paths.length]!;
