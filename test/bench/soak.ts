@@ -5,7 +5,8 @@
 // soak, the API's maximum is measured alone and again while the events flow.
 // Targets:
 //   - memory: each service's V8 heap in use grows ≤ 5 % and its RSS ≤ 15 % after the warm-up
-//     (SOAK_WARMUP_MINUTES, 5), sampled every minute and read from a fitted line, not two points;
+//     (SOAK_WARMUP_MINUTES, 5), read every 5 s, each minute's heap floor and RSS peak kept, and
+//     the growth read from a line fitted through the minutes, not from two points;
 //   - the API's maximum while events flow ≥ 0.8 × without;
 //   - the queues drained ≤ 10 s after the load stops.
 // Each minute prints the API's pace, the delivery rate and latency, and each service's heap and RSS.
@@ -43,6 +44,8 @@ const MAX_ROUND_SECONDS = 5;
 const EVENTS_WARMUP_SECONDS = 10;
 /** A minute of API load that has not ended after this long means the machine cannot keep the pace. */
 const MINUTE_LIMIT_MS = 180_000;
+/** How often each service's memory is read within a minute (see memoryWatch). */
+const MEMORY_EVERY_MS = 5_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const verdict = (ok: boolean) => (ok ? 'MET' : 'MISS');
@@ -75,13 +78,45 @@ interface Sample {
   heap: Record<Service, number>;
 }
 
-async function sample(system: System, written: number): Promise<Sample> {
+async function sample(
+  system: System,
+  written: number,
+  memory: Pick<Sample, 'rss' | 'heap'>,
+): Promise<Sample> {
+  return { at: now(), written, delivered: await system.delivered(), busy: machineBusySeconds(), ...memory };
+}
+
+/**
+ * Each service's memory read every MEMORY_EVERY_MS; `take()` answers, since the last take, the
+ * heap's floor and RSS's peak. Why not one reading a minute: the heap in use rises and falls with
+ * each collection, so one reading lands anywhere on that sawtooth and a line fitted through an
+ * hour of them moves by more than the target by chance. The floor is what stays live after
+ * collection (what a leak grows); the peak is what a pod's memory limit must hold.
+ */
+function memoryWatch(system: System) {
+  let floor: Record<string, number> = {};
+  let peak: Record<string, number> = {};
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const { heap, rss } = await system.memory();
+      for (const [name, bytes] of Object.entries(heap))
+        floor[name] = Math.min(floor[name] ?? Infinity, bytes);
+      for (const [name, bytes] of Object.entries(rss)) peak[name] = Math.max(peak[name] ?? 0, bytes);
+      await sleep(MEMORY_EVERY_MS);
+    }
+  })();
   return {
-    at: now(),
-    written,
-    delivered: await system.delivered(),
-    busy: machineBusySeconds(),
-    ...(await system.memory()),
+    take(): Pick<Sample, 'rss' | 'heap'> {
+      const taken = { heap: floor, rss: peak } as Pick<Sample, 'rss' | 'heap'>;
+      floor = {};
+      peak = {};
+      return taken;
+    },
+    async stop() {
+      running = false;
+      await loop;
+    },
   };
 }
 
@@ -90,7 +125,8 @@ async function soak(system: System, writer: ReturnType<typeof writeTrips>) {
   const done = system.load.next<ApiFigures>((m) => m.done === true);
   done.catch(() => {}); // awaited below; this only keeps an early crash from being unhandled
   const cpuStart = sampleCpu(system.cpuGroups);
-  const samples = [await sample(system, writer.committed.size)];
+  const samples = [await sample(system, writer.committed.size, await system.memory())];
+  const memory = memoryWatch(system);
   system.load.process.send({
     op: 'run',
     url: system.api.url,
@@ -119,7 +155,7 @@ async function soak(system: System, writer: ReturnType<typeof writeTrips>) {
       MINUTE_LIMIT_MS,
       `minute ${minute} of API load did not end within ${MINUTE_LIMIT_MS / 1000} s`,
     );
-    const s = await sample(system, writer.committed.size);
+    const s = await sample(system, writer.committed.size, memory.take());
     const prev = samples.at(-1)!;
     samples.push(s);
     const e2e = latencies.sort((a, b) => a - b);
@@ -129,10 +165,10 @@ async function soak(system: System, writer: ReturnType<typeof writeTrips>) {
       `minute ${String(minute).padStart(2)}: API ${fmt.rps(paced.rps)} req/s p99 ${fmt.ms(paced.p99)} ms` +
         `${paced.failures ? ` (${paced.failures} failed)` : ''}; written ${fmt.rps((s.written - prev.written) / seconds)}/s, ` +
         `delivered ${fmt.rps((s.delivered - prev.delivered) / seconds)}/s, commit → received p99 ${fmt.ms(percentile(e2e, 99))} ms; ` +
-        `heap ${Object.entries(s.heap)
+        `heap floor ${Object.entries(s.heap)
           .map(([n, b]) => `${n} ${mb(b)}`)
           .join(', ')}; ` +
-        `RSS ${Object.entries(s.rss)
+        `RSS peak ${Object.entries(s.rss)
           .map(([n, b]) => `${n} ${mb(b)}`)
           .join(', ')}; ` +
         `machine busy ${Math.round(((s.busy - prev.busy) / seconds / os.cpus().length) * 100)} %`,
@@ -141,7 +177,7 @@ async function soak(system: System, writer: ReturnType<typeof writeTrips>) {
   const api = await done;
   const cpu = cpuBetween(cpuStart, sampleCpu(system.cpuGroups));
   collecting = false;
-  await collector;
+  await Promise.all([collector, memory.stop()]);
   return { samples, api, cpu, arrived };
 }
 
@@ -205,12 +241,12 @@ function report(r: {
     const rss = fittedGrowth(after.map((s) => s.rss[name]));
     return [
       [
-        `${name}: V8 heap in use, fitted over minutes ${WARMUP_MINUTES}–${MINUTES}`,
+        `${name}: V8 heap in use (each minute's floor), fitted over minutes ${WARMUP_MINUTES}–${MINUTES}`,
         pct(heap),
         `≤ ${TARGET_HEAP_GROWTH * 100} %: ${verdict(heap <= TARGET_HEAP_GROWTH)}`,
       ],
       [
-        `${name}: RSS, fitted over minutes ${WARMUP_MINUTES}–${MINUTES}`,
+        `${name}: RSS (each minute's peak), fitted over minutes ${WARMUP_MINUTES}–${MINUTES}`,
         pct(rss),
         `≤ ${TARGET_RSS_GROWTH * 100} %: ${verdict(rss <= TARGET_RSS_GROWTH)}`,
       ],
@@ -256,8 +292,10 @@ function report(r: {
     services
       .map((n) => `${n} ${r.samples.map((s) => (pick(s)[n] / 2 ** 20).toFixed(0)).join(' ')}`)
       .join('; ');
-  console.log(`\nV8 heap in use per minute (MB, minutes 0–${MINUTES}): ${perMinute((s) => s.heap)}`);
-  console.log(`RSS per minute (MB): ${perMinute((s) => s.rss)}`);
+  console.log(
+    `\nV8 heap in use, each minute's floor (MB, minutes 0–${MINUTES}): ${perMinute((s) => s.heap)}`,
+  );
+  console.log(`RSS, each minute's peak (MB): ${perMinute((s) => s.rss)}`);
   console.log(
     `backlog when the load stopped: ${Object.entries(r.drained.atStop)
       .map(([n, c]) => `${n} ${c}`)
