@@ -1,6 +1,10 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import { signatureHeaders, standardWebhooksSecret } from '@trips/contracts/webhook-signing';
+import {
+  nodeEd25519Signer,
+  signatureHeaders,
+  standardWebhooksSecret,
+} from '@trips/contracts/webhook-signing';
 import { signDelivery } from '../../packages/sdk/src/webhooks/sign.ts';
 import { verifyWebhook, type Event } from '../../packages/sdk/src/index.ts';
 
@@ -39,7 +43,10 @@ test('the SDK and the service sign any delivery with the same four signing heade
         const secrets = secretBytes.map(secretOf);
         const ed25519 = keys.slice(0, keyCount);
         const sdk = signDelivery(event, secrets, timestamp, ed25519);
-        const service = signatureHeaders(event.id, JSON.stringify(event), timestamp, { secrets, ed25519 });
+        const service = signatureHeaders(event.id, JSON.stringify(event), timestamp, {
+          secrets,
+          ed25519: ed25519.map(nodeEd25519Signer),
+        });
         expect(sdk.body).toBe(JSON.stringify(event));
         expect(sdk.headers).toMatchObject(service);
       },

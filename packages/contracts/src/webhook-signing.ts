@@ -67,6 +67,19 @@ export function serviceSignature(body: string, secrets: readonly string[], times
 }
 
 /**
+ * What makes the ed25519 signature (RFC 8032) of a message with one private key. A function rather
+ * than a key, so that the dispatcher can sign with libsodium (services/dispatcher/src/sodium-signer.ts)
+ * while everything else signs with Node's crypto (nodeEd25519Signer) and this module stays free of
+ * native add-ons. ed25519 is deterministic: both give the very same signature.
+ */
+export type Ed25519Signer = (message: Buffer) => Buffer;
+
+/** The signer of an ed25519 private key with Node's crypto (OpenSSL). */
+export function nodeEd25519Signer(privateKey: KeyObject): Ed25519Signer {
+  return (message) => sign(null, message, privateKey);
+}
+
+/**
  * D11's `webhook-signature`: over `<id>.<timestamp>.<raw body>`, `v1,<base64 HMAC-SHA256>` keyed by
  * each secret's bytes, then `v1a,<base64 ed25519 signature>` per signing key, space-separated.
  */
@@ -75,15 +88,15 @@ export function standardSignature(
   timestamp: number,
   body: string,
   secrets: readonly string[],
-  ed25519Keys: readonly KeyObject[] = [],
+  ed25519: readonly Ed25519Signer[] = [],
 ): string {
   const signed = `${id}.${timestamp}.${body}`;
   const v1 = secrets.map(
     (secret) => `v1,${createHmac('sha256', hmacKey(secret)).update(signed).digest('base64')}`,
   );
-  if (ed25519Keys.length === 0) return v1.join(' ');
+  if (ed25519.length === 0) return v1.join(' ');
   const bytes = Buffer.from(signed, 'utf8');
-  const v1a = ed25519Keys.map((key) => `v1a,${sign(null, bytes, key).toString('base64')}`);
+  const v1a = ed25519.map((signer) => `v1a,${signer(bytes).toString('base64')}`);
   return [...v1, ...v1a].join(' ');
 }
 
@@ -91,8 +104,8 @@ export function standardSignature(
 export interface SigningKeys {
   /** Newest first: two while a rotation overlaps. */
   secrets: readonly string[];
-  /** Private keys, newest first; none unless the owner switched ed25519 on. */
-  ed25519?: readonly KeyObject[];
+  /** Signers of the private keys, newest first; none unless the owner switched ed25519 on. */
+  ed25519?: readonly Ed25519Signer[];
 }
 
 /** The signing headers of one attempt (D7, D11): both header sets, at the same second. */

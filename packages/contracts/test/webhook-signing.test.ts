@@ -1,6 +1,7 @@
 import { createPrivateKey, randomBytes, sign, verify } from 'node:crypto';
 import {
   generateSigningKeyPair,
+  nodeEd25519Signer,
   publicKeyFromText,
   publicKeyText,
   secretBytes,
@@ -63,7 +64,13 @@ test("v1a: an ed25519 signature of `<id>.<timestamp>.<body>` after the v1s; RFC 
   const publicKey = publicKeyFromText(`whpk_${publicRaw.toString('base64')}`);
   expect(publicKeyText(publicKey)).toBe(`whpk_${publicRaw.toString('base64')}`);
 
-  const header = standardSignature('evt_1', 1_700_000_000, '{"a":1}', ['whsec_test'], [privateKey]);
+  const header = standardSignature(
+    'evt_1',
+    1_700_000_000,
+    '{"a":1}',
+    ['whsec_test'],
+    [nodeEd25519Signer(privateKey)],
+  );
   const [v1, v1a, ...rest] = header.split(' ');
   expect(rest).toEqual([]);
   expect(v1).toBe(standardSignature('evt_1', 1_700_000_000, '{"a":1}', ['whsec_test']));
@@ -82,7 +89,7 @@ test('a generated pair: the private key kept as PKCS #8 signs what the whpk_ tex
   expect(pair.publicKey).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/);
   const headers = signatureHeaders('evt_x', '{"b":2}', 1_700_000_001, {
     secrets: ['whsec_test'],
-    ed25519: [signingPrivateKey(pair.privateKey)],
+    ed25519: [nodeEd25519Signer(signingPrivateKey(pair.privateKey))],
   });
   expect(headers['webhook-id']).toBe('evt_x');
   expect(headers['webhook-timestamp']).toBe('1700000001');

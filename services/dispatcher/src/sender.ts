@@ -1,4 +1,3 @@
-import type { KeyObject } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { createSecureContext, rootCertificates } from 'node:tls';
@@ -10,7 +9,7 @@ import {
   type SsrfGuard,
 } from '@trips/broker';
 import type { Event } from '@trips/contracts';
-import { signatureHeaders } from '@trips/contracts/webhook-signing';
+import { signatureHeaders, type Ed25519Signer } from '@trips/contracts/webhook-signing';
 
 /** D7: the User-Agent of every delivery. */
 export const USER_AGENT = 'TripService-Webhooks/1';
@@ -76,8 +75,8 @@ export interface DeliveryRequest {
   event: Event;
   /** The secrets signing now, newest first. */
   secrets: readonly string[];
-  /** The webhook's ed25519 private keys signing now, newest first; none unless switched on (D11). */
-  ed25519Keys?: readonly KeyObject[];
+  /** Signers of the webhook's ed25519 keys signing now, newest first; none unless switched on (D11). */
+  ed25519Keys?: readonly Ed25519Signer[];
 }
 
 /**

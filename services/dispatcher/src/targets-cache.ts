@@ -1,16 +1,16 @@
-import type { KeyObject } from 'node:crypto';
+import type { Ed25519Signer } from '@trips/contracts/webhook-signing';
 import type { DeliveryTargetsChange } from '@trips/db/webhook-changes';
 import type { DeliveryTarget, DeliveryTargetRead } from '@trips/db/webhooks';
 
 /** A target as read, its ed25519 keys opened, ready to sign (signing-keys.ts). */
 export interface TargetRead extends Omit<DeliveryTargetRead, 'signing_keys'> {
-  signing_keys: KeyObject[];
+  signing_keys: Ed25519Signer[];
 }
 
 /** A webhook as a delivery needs it: the receiver's shared pause made a time of this process's clock. */
 export interface Target extends Omit<DeliveryTarget, 'signing_keys'> {
-  /** The ed25519 private keys signing now, newest first; none unless switched on (D11). */
-  signing_keys: KeyObject[];
+  /** Signers of the ed25519 private keys signing now, newest first; none unless switched on (D11). */
+  signing_keys: Ed25519Signer[];
   /** When the receiver's pause ends (ms, this process's clock); null: not paused when read. */
   paused_until: number | null;
 }

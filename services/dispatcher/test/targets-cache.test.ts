@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { nodeEd25519Signer } from '@trips/contracts/webhook-signing';
 import { DeliveryTargetsCache, type TargetRead } from '../src/targets-cache.ts';
 
 // The cache of delivery targets alone, over reads the test answers when it likes, with a clock it
@@ -206,8 +207,8 @@ test('a secret stops signing at its end, on the cache’s clock, with nothing to
 test('an ed25519 key stops signing at its end too, so a rotation of keys overlaps as one of secrets does', async () => {
   const { cache, advance } = setup();
   const [newKey, oldKey] = [
-    generateKeyPairSync('ed25519').privateKey,
-    generateKeyPairSync('ed25519').privateKey,
+    nodeEd25519Signer(generateKeyPairSync('ed25519').privateKey),
+    nodeEd25519Signer(generateKeyPairSync('ed25519').privateKey),
   ];
   let reads = 0;
   const read = async () => (
