@@ -1,8 +1,9 @@
 // `pnpm bench:dispatcher`'s signing part: the dispatcher's signing module with a switch, loaded in
 // its stead by signing-modes-preload.ts, for a webhook switched to ed25519. `ed25519` signs as
-// production does (D7 and D11's HMACs, and v1a with the webhook's keys); `both` leaves the keys out,
-// as for a webhook without ed25519; `one` signs Service-Signature alone, as the dispatcher did
-// before D11: the baseline the others are measured against. Driven over IPC:
+// production does (D7 and D11's HMACs, and v1a with the signers the dispatcher made of the webhook's
+// keys: libsodium's, services/dispatcher/src/sodium-signer.ts, untouched by the preload); `both`
+// leaves the keys out, as for a webhook without ed25519; `one` signs Service-Signature alone, as the
+// dispatcher did before D11: the baseline the others are measured against. Driven over IPC:
 //   parent → { id, op: 'signing', mode: 'one' | 'both' | 'ed25519' }  ← { id, mode }
 import {
   serviceSignature,
