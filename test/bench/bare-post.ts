@@ -15,7 +15,8 @@ import { Pool } from 'undici';
 import { createSsrfGuard } from '@trips/broker';
 import { signatureHeaders } from '@trips/contracts/webhook-signing';
 
-export type BareClient = 'https' | 'undici' | 'got';
+export const BARE_CLIENTS = ['https', 'undici', 'got'] as const;
+export type BareClient = (typeof BARE_CLIENTS)[number];
 
 /** A POST of one signed body; answers its status (0 when it failed without one) and its body's first KiB. */
 export type BarePost = (

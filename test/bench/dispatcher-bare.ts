@@ -6,15 +6,14 @@
 // no breaker. Driven over IPC:
 //   parent → { op: 'start' } … { op: 'stop' }  ← { stopped: true, sent, failures }
 import { eventRecord } from '@trips/contracts';
-import { bareSender, type BareClient } from './bare-post.ts';
+import { BARE_CLIENTS, bareSender, type BareClient } from './bare-post.ts';
 
 const url = process.env.BENCH_TARGET_URL!;
 const concurrency = Number(process.env.BENCH_CONCURRENCY);
-const post = bareSender({
-  caFile: process.env.WEBHOOK_CA_FILE!,
-  secret: process.env.BENCH_SECRET!,
-  client: (process.env.BENCH_BARE_CLIENT ?? 'https') as BareClient,
-});
+const client = (process.env.BENCH_BARE_CLIENT ?? 'https') as BareClient;
+if (!BARE_CLIENTS.includes(client))
+  throw new Error(`BENCH_BARE_CLIENT ${client}: not one of ${BARE_CLIENTS.join(', ')}`);
+const post = bareSender({ caFile: process.env.WEBHOOK_CA_FILE!, secret: process.env.BENCH_SECRET!, client });
 
 let running = false;
 let sent = 0;
