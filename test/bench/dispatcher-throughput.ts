@@ -1,0 +1,211 @@
+// Part 1 of `pnpm bench:dispatcher`: throughput. Ours (the dispatcher, one webhook, fed from the
+// events exchange) against bare signed POST loops with the same concurrency (dispatcher-bare.ts),
+// one process each, in windows back to back, the order turning every round. The floor is the bare
+// loop over node:https with the dispatcher's agent settings: the client the dispatcher sends with,
+// and nothing around it. undici's Pool and got run in the same rounds for reference: what another
+// client would cost, in deliveries a second and in CPU per delivery of the sending process.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { cpuBetween, pidsMatching, sampleCpu, startChild, warnings, type Child } from './dispatcher-procs.ts';
+import { startFeeder } from './dispatcher-feeder.ts';
+import { rate, sum, type Bench } from './dispatcher-setup.ts';
+import { fmt, median, onCleanup } from './lib.ts';
+import { BARE_CLIENTS, type BareClient } from './bare-post.ts';
+import { verdict, type PartResult } from './dispatcher-report.ts';
+
+/**
+ * Requests in flight to the receiver: each bare loop's, and ours' DISPATCHER_ENDPOINT_CONCURRENCY,
+ * which alone bounds ours' requests in flight. Ours keeps its production DISPATCHER_PREFETCH
+ * (100): at twice the cap (40) it delivered less (docs/benchmarks/dispatcher.md).
+ */
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 20);
+const PREFETCH = 100;
+/** Ours' settings over the production defaults (the signing part's dispatcher runs with them too). */
+export const OURS_SETTINGS = {
+  DISPATCHER_PREFETCH: String(PREFETCH),
+  DISPATCHER_ENDPOINT_CONCURRENCY: String(CONCURRENCY),
+};
+/** Rounds of one window per sender, each round starting with the next sender. */
+const ROUNDS = 5;
+/** Ours fills its backlog, a bare loop its connections, before each window. */
+const WARMUP_SECONDS = 2;
+const WINDOW_SECONDS = 4;
+const TARGET_RATIO = 0.8;
+/** undici would replace https where its sending costs at most this share of https's CPU per delivery. */
+const ADOPT_UNDICI_AT = 0.9;
+const BARE = fileURLToPath(new URL('./dispatcher-bare.ts', import.meta.url));
+
+interface Window {
+  rps: number;
+  deliveries: number;
+  /** CPU seconds of each process group over the window. */
+  cpu: Record<string, number>;
+  /** Ours: the feeder's lowest backlog per webhook; bare: failed POSTs. */
+  aside: string;
+}
+
+interface Sender {
+  name: string;
+  child: Child;
+  path: string;
+  /** A warm-up, then one measured window. */
+  run(seconds: number): Promise<Window>;
+}
+
+/** Sender's and the rest's CPU over one window, and the deliveries it made at `path`. */
+async function measure(bench: Bench, sender: Child, path: string, seconds: number) {
+  // Postgres is the backends of this run's database; RabbitMQ is the whole broker.
+  const groups = {
+    sender: () => [sender.process.pid!],
+    receiver: () => [bench.receiver.process.pid!],
+    postgres: () => pidsMatching(bench.t.name),
+    rabbitmq: () => pidsMatching('beam.smp'),
+    'bench (feeder)': () => [process.pid],
+  };
+  const cpuA = sampleCpu(groups);
+  const a = await bench.snapshot();
+  await sleep(seconds * 1000);
+  const b = await bench.snapshot();
+  const cpu = cpuBetween(cpuA, sampleCpu(groups));
+  return { rps: rate(a, b, [path]), deliveries: sum(b, [path]) - sum(a, [path]), cpu };
+}
+
+async function startSenders(bench: Bench): Promise<Sender[]> {
+  const dispatcher = await bench.startDispatcher('dispatcher', OURS_SETTINGS);
+  const { throughput } = bench.agencies;
+  const ours: Sender = {
+    name: 'ours',
+    child: dispatcher,
+    path: throughput.paths[0]!,
+    async run(seconds) {
+      const feed = startFeeder(bench, throughput.id, [this.path]);
+      await sleep(WARMUP_SECONDS * 1000);
+      feed.resetLowest();
+      const window = await measure(bench, dispatcher, this.path, seconds);
+      const aside = `lowest backlog ${feed.lowest} of ${feed.target}, ${feed.refused} refused`;
+      await feed.drain();
+      return { ...window, aside };
+    },
+  };
+  const bare = async (client: BareClient): Promise<Sender> => {
+    const path = `/t/${client}`;
+    const env = {
+      BENCH_TARGET_URL: bench.base + path,
+      BENCH_CONCURRENCY: String(CONCURRENCY),
+      BENCH_SECRET: throughput.secret,
+      BENCH_BARE_CLIENT: client,
+      WEBHOOK_CA_FILE: bench.ca.caFile,
+    };
+    const child = startChild(`bare-${client}`, BARE, env, true);
+    onCleanup(() => child.stop());
+    await child.next((m) => m.ready === true);
+    return {
+      name: client,
+      child,
+      path,
+      async run(seconds) {
+        child.process.send({ op: 'start' });
+        await sleep(WARMUP_SECONDS * 1000);
+        const window = await measure(bench, child, path, seconds);
+        child.process.send({ op: 'stop' });
+        const { failures } = await child.next<{ failures: number }>((m) => m.stopped === true);
+        return { ...window, aside: `${failures} failed` };
+      },
+    };
+  };
+  return [ours, ...(await Promise.all(BARE_CLIENTS.map(bare)))];
+}
+
+/** Each sender's windows, in round order. */
+async function runRounds(senders: Sender[]): Promise<Map<string, Window[]>> {
+  const windows = new Map(senders.map((s) => [s.name, [] as Window[]]));
+  // A first round unmeasured (connections, JIT, Postgres' generic plans), as long as a measured one.
+  for (const sender of senders) await sender.run(WINDOW_SECONDS);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < senders.length; i++) {
+      const sender = senders[(round + i) % senders.length]!;
+      windows.get(sender.name)!.push(await sender.run(WINDOW_SECONDS));
+    }
+    const line = senders.map((s) => {
+      const w = windows.get(s.name)!.at(-1)!;
+      return `${s.name} ${fmt.rps(w.rps)}/s (${w.aside})`;
+    });
+    console.log(`throughput round ${round + 1}: ${line.join(', ')}`);
+  }
+  return windows;
+}
+
+/** CPU µs per delivery of the sending process alone, window by window. */
+const senderUs = (windows: Window[]) => windows.map((w) => (w.cpu.sender! * 1e6) / w.deliveries);
+
+/**
+ * Ours against the https floor, undici and got beside it: deliveries a second and the sending
+ * process's CPU per delivery of each, and the rule for undici.
+ */
+export async function throughputPart(bench: Bench): Promise<PartResult> {
+  const senders = await startSenders(bench);
+  const windows = await runRounds(senders);
+  const result: PartResult = { rows: [], notes: [], warnings: warnings(senders[0]!.child.log()) };
+  for (const sender of senders) await sender.child.stop();
+
+  const floor = windows.get('https')!;
+  // Other engineers' runs come and go on this machine: a ratio within one round compares two
+  // windows seconds apart, and the median of those ratios ignores the rounds a burst hit.
+  const ratioTo = (name: string, of: (ws: Window[]) => number[]) => {
+    const mine = of(windows.get(name)!);
+    const base = of(floor);
+    return median(mine.map((x, i) => x / base[i]!));
+  };
+  const rps = (ws: Window[]) => ws.map((w) => w.rps);
+  const figure = (name: string) => {
+    const ws = windows.get(name)!;
+    return `${fmt.rps(median(rps(ws)))} deliveries/s, ${fmt.us(median(senderUs(ws)))} µs CPU each`;
+  };
+  const vsFloor = (name: string) =>
+    `${fmt.ratio(ratioTo(name, rps))} × https; CPU ${fmt.ratio(ratioTo(name, senderUs))} × https's`;
+  const ratio = ratioTo('ours', rps);
+  const undiciCpu = ratioTo('undici', senderUs);
+  result.rows.push(
+    [
+      `ours: dispatcher → receiver, endpoint cap ${CONCURRENCY}, prefetch ${PREFETCH}`,
+      figure('ours'),
+      `≥ ${TARGET_RATIO} × https: ${fmt.ratio(ratio)} ${verdict(ratio >= TARGET_RATIO)}; CPU ${fmt.ratio(ratioTo('ours', senderUs))} × https's`,
+    ],
+    [
+      `https (the floor): bare signed node:https loop, the dispatcher's agent, ${CONCURRENCY} concurrent`,
+      figure('https'),
+      'the floor',
+    ],
+    [
+      `undici: bare signed undici Pool loop, ${CONCURRENCY} concurrent`,
+      figure('undici'),
+      `${vsFloor('undici')}: ${undiciCpu <= ADOPT_UNDICI_AT ? 'adopt' : 'keep https'} (adopt at ≤ ${ADOPT_UNDICI_AT})`,
+    ],
+    [
+      `got: bare signed got loop, ${CONCURRENCY} concurrent`,
+      figure('got'),
+      `for reference: ${vsFloor('got')}`,
+    ],
+  );
+  result.notes.push(
+    `throughput, deliveries/s by round (ratios are medians of round ratios, CPU figures medians of windows): ${senders
+      .map((s) => `${s.name} ${rps(windows.get(s.name)!).map(fmt.rps).join('/')}`)
+      .join('; ')}`,
+    `throughput, sending process CPU µs per delivery by round: ${senders
+      .map((s) => `${s.name} ${senderUs(windows.get(s.name)!).map(fmt.us).join('/')}`)
+      .join('; ')}`,
+  );
+  for (const sender of senders) {
+    const ws = windows.get(sender.name)!;
+    const deliveries = ws.reduce((n, w) => n + w.deliveries, 0);
+    const perGroup = Object.keys(ws[0]!.cpu).map((group) => {
+      const seconds = ws.reduce((n, w) => n + w.cpu[group]!, 0);
+      return [group === 'sender' ? sender.name : group, (seconds * 1e6) / deliveries] as const;
+    });
+    const all = perGroup.reduce((n, [, us]) => n + us, 0);
+    result.notes.push(
+      `CPU µs per delivery over ${sender.name}'s windows: ${perGroup.map(([g, us]) => `${g} ${fmt.us(us)}`).join(', ')}; total ${fmt.us(all)}; ${ws.map((w) => w.aside).join(', ')}`,
+    );
+  }
+  return result;
+}
