@@ -3,20 +3,23 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventRecord, type EventMessage } from '@trips/contracts';
 import type { Bench, Snapshot } from './dispatcher-setup.ts';
+import { median } from './lib.ts';
 
 /** Deliveries kept waiting ahead of the dispatcher, over all the paths fed (a share per path). */
 const BACKLOG = 1_000;
-/** Events per chunk (the recorder's PUBLISH_CHUNK), and chunks published at once, each confirmed. */
-const CHUNK = 20;
-const PARALLEL_CHUNKS = 4;
-/** The wait before the next look while the backlog is full. */
-const POLL_MS = 5;
 /**
- * The wait after a refusal, doubled while refusals go on, up to the most: short enough that the
- * bounded events queue (20 ready) cannot run dry meanwhile at the dispatcher's 2,000 and more
- * events a second.
+ * Events published before their confirms are awaited (the recorder's PUBLISH_CHUNK), and the most
+ * offered at once while the queue takes all it is offered, in chunks confirmed side by side.
  */
-const BACKOFF_MS = { first: 1, most: 4 };
+const CHUNK = 20;
+const MOST = 80;
+/**
+ * After a refusal the next offer is what the queue took last time, or this many if that is fewer:
+ * a batch refused whole must still probe for room (the recorder's MIN_WINDOW).
+ */
+const LEAST = 16;
+/** The wait after an offer refused whole (the recorder's REFUSED_RETRY_MS), and while the backlog is full. */
+const WAIT_MS = 5;
 
 let eventCounter = 0;
 
@@ -65,15 +68,14 @@ async function publishChunks(bench: Bench, agencyId: string, count: number): Pro
 }
 
 export interface Feeder {
-  /** The backlog kept per path: deliveries to each webhook published and not yet arrived. */
-  readonly target: number;
   /**
    * The smallest backlog seen since the last reset, at the path that had the fewest: well above 0,
    * the dispatcher never waited for work.
    */
   readonly lowest: number;
-  /** Publishes the broker refused since the last reset (the bounded events queue was full). */
-  readonly refused: number;
+  /** The window's lowest and median backlog per webhook, against the target, and the publishes refused. */
+  describe(): string;
+  /** A window starts: the lowest, the median and the refusals count from here. */
   resetLowest(): void;
   /** Stops publishing and waits until every delivery published so far has arrived. */
   drain(): Promise<void>;
@@ -82,11 +84,13 @@ export interface Feeder {
 /**
  * Feeds the agency's webhooks at `paths` (every event is delivered to each) so that about BACKLOG
  * deliveries always wait ahead of the dispatcher: it looks at the receiver's counts, and publishes
- * what tops the backlog of the path with the fewest up, in parallel chunks. The events queue takes
- * 20 ready events (it is bounded), so most of the backlog is in the dispatcher's prefetch and the
- * webhooks' lanes, where a bulk import's is. After a refusal it backs off briefly and offers one
- * chunk at a time until the queue takes all again: a refused publish costs the broker about as
- * much as a taken one, so a full queue is not offered more than it drains.
+ * what tops the backlog of the path with the fewest up, in chunks confirmed side by side. The
+ * events queue takes 20 ready events (it is bounded), so most of the backlog is in the
+ * dispatcher's prefetch and the webhooks' lanes, where a bulk import's is. The queue refuses what
+ * is beyond its bound, and the feeder paces itself as the recorder does (its publish-pace.ts):
+ * after a refusal it offers what the queue took last time, doubled back while all is taken, and
+ * waits briefly only after an offer refused whole. A refused publish costs the broker about as much
+ * as a taken one, so a full queue is offered little more than it drains, and never nothing.
  */
 export function startFeeder(bench: Bench, agencyId: string, paths: readonly string[]): Feeder {
   const target = Math.ceil(BACKLOG / paths.length);
@@ -94,43 +98,42 @@ export function startFeeder(bench: Bench, agencyId: string, paths: readonly stri
   let running = true;
   let lowest = Infinity;
   let refused = 0;
+  /** The backlog at each look since the window started. */
+  let looks: number[] = [];
   let start: Snapshot | undefined;
   /** Deliveries published and not yet arrived, per path. */
   const outstanding = (s: Snapshot) =>
     paths.map((p) => published - ((s.counts[p] ?? 0) - (start!.counts[p] ?? 0)));
   const loop = (async () => {
     start = await bench.snapshot();
-    let backoff = 0;
+    let offer = MOST;
     while (running) {
       const ahead = Math.min(...outstanding(await bench.snapshot()));
       lowest = Math.min(lowest, ahead);
+      looks.push(ahead);
       const wanted = target - ahead;
       if (wanted <= 0) {
-        await sleep(POLL_MS);
+        await sleep(WAIT_MS);
         continue;
       }
-      const offered = Math.min(wanted, backoff > 0 ? CHUNK : CHUNK * PARALLEL_CHUNKS);
+      const offered = Math.min(wanted, offer);
       const taken = await publishChunks(bench, agencyId, offered);
       published += taken;
       refused += offered - taken;
-      if (taken === offered) backoff = 0;
-      else {
-        backoff = Math.min(BACKOFF_MS.most, backoff === 0 ? BACKOFF_MS.first : backoff * 2);
-        await sleep(backoff);
-      }
+      offer = taken === offered ? Math.min(MOST, offer * 2) : Math.max(LEAST, taken);
+      if (taken === 0) await sleep(WAIT_MS);
     }
   })();
   return {
-    target,
     get lowest() {
       return lowest;
     },
-    get refused() {
-      return refused;
-    },
+    describe: () =>
+      `backlog lowest ${lowest}, median ${median(looks)} of ${target} per webhook, ${refused} publishes refused`,
     resetLowest: () => {
       lowest = Infinity;
       refused = 0;
+      looks = [];
     },
     async drain() {
       running = false;

@@ -68,8 +68,7 @@ async function round(bench: Bench, dispatcher: Dispatcher, hanging: boolean): Pr
   await sleep(WINDOW_SECONDS * 1000);
   const b = await bench.snapshot();
   const held = (await deliveriesCounted(dispatcher, 'held')) - heldBefore;
-  const lowest = feed.lowest;
-  const refused = feed.refused;
+  const fed = feed.describe();
   await feed.drain();
   if (hanging) {
     await bench.receiver.request({ op: 'answer', path: hangPath });
@@ -81,7 +80,7 @@ async function round(bench: Bench, dispatcher: Dispatcher, hanging: boolean): Pr
   }
   return {
     rates: healthyPaths.map((p) => rate(a, b, [p])),
-    feed: `lowest backlog ${lowest} of ${feed.target} per webhook, ${refused} refused`,
+    feed: fed,
     held,
   };
 }

@@ -82,7 +82,7 @@ async function startSenders(bench: Bench): Promise<Sender[]> {
       await sleep(WARMUP_SECONDS * 1000);
       feed.resetLowest();
       const window = await measure(bench, dispatcher, this.path, seconds);
-      const aside = `lowest backlog ${feed.lowest} of ${feed.target}, ${feed.refused} refused`;
+      const aside = feed.describe();
       await feed.drain();
       return { ...window, aside };
     },
