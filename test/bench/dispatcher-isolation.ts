@@ -15,6 +15,7 @@ import {
   DEFAULTS_OVERRIDDEN,
   deliveriesCounted,
   rate,
+  sum,
   WEBHOOKS,
   type Bench,
   type Dispatcher,
@@ -36,8 +37,11 @@ interface Round {
   rates: number[];
   /** The feeder's lowest backlog per healthy webhook over the window, its target and refusals. */
   feed: string;
-  /** Deliveries the dispatcher put in a lane during the window. */
-  held: number;
+  /**
+   * Deliveries the dispatcher put in a lane during the window, against the events it took: in a
+   * hanging round one each is the hanging webhook's, any beyond are healthy webhooks' deliveries.
+   */
+  held: string;
 }
 
 /** Deliveries waiting in the webhooks' lanes. */
@@ -78,10 +82,11 @@ async function round(bench: Bench, dispatcher: Dispatcher, hanging: boolean): Pr
       await sleep(100);
     }
   }
+  const events = sum(b, [paths[0]!]) - sum(a, [paths[0]!]);
   return {
     rates: healthyPaths.map((p) => rate(a, b, [p])),
     feed: fed,
-    held,
+    held: `${held} deliveries held in lanes for ${events} events`,
   };
 }
 
@@ -97,10 +102,11 @@ export async function isolationPart(bench: Bench): Promise<PartResult> {
     healthyRounds.push(healthy.rates);
     hangingRounds.push(hanging.rates);
     feeds.push(healthy.feed, hanging.feed);
+    const ratio = mean(hanging.rates) / mean(healthy.rates);
     console.log(
       `isolation round ${i + 1}: all healthy ${fmt.rps(mean(healthy.rates))}/s per endpoint ` +
-        `(${healthy.feed}; ${healthy.held} held), one hanging ${fmt.rps(mean(hanging.rates))}/s per ` +
-        `healthy endpoint (${hanging.feed}; ${hanging.held} held)`,
+        `(${healthy.feed}; ${healthy.held}), one hanging ${fmt.rps(mean(hanging.rates))}/s per ` +
+        `healthy endpoint, ${fmt.ratio(ratio)} × (${hanging.feed}; ${hanging.held})`,
     );
   }
   const result: PartResult = { rows: [], notes: [], warnings: warnings(dispatcher.log()) };
