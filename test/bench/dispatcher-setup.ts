@@ -3,7 +3,7 @@
 // the feeder, and a way to start dispatchers as processes. Cleanup is registered as it is made.
 import { fileURLToPath } from 'node:url';
 import amqplib, { type ConfirmChannel } from 'amqplib';
-import { queueNames, topology, type Topology } from '@trips/broker';
+import { topology, type Topology } from '@trips/broker';
 import { createAgency } from '@trips/db/agencies';
 import { generateSigningKeyPair } from '@trips/contracts/webhook-signing';
 import { addSigningKeyIn } from '@trips/db/webhook-signing-keys';
@@ -13,12 +13,11 @@ import {
   amqpUrl,
   createTestCa,
   createTestDatabase,
-  deleteAmqpObjects,
   randomAmqpPrefix,
   type TestCa,
   type TestDatabase,
 } from '@trips/testkit';
-import { startChild, waitReady, type Child } from './dispatcher-procs.ts';
+import { deleteAmqp, startChild, waitReady, type Child } from './dispatcher-procs.ts';
 import { freePort, onCleanup } from './lib.ts';
 
 const DISPATCHER = fileURLToPath(new URL('../../services/dispatcher/src/main.ts', import.meta.url));
@@ -75,12 +74,7 @@ export async function setUp(): Promise<Bench> {
   const prefix = randomAmqpPrefix();
   // The default retry delays (WEBHOOK_RETRY_DELAYS), as the dispatchers here run.
   const names = topology(prefix, readConfig({}).policy.queueDelaysMs);
-  onCleanup(() =>
-    deleteAmqpObjects({
-      queues: queueNames(names),
-      exchanges: [names.eventsExchange, names.expressExchange],
-    }),
-  );
+  onCleanup(() => deleteAmqp(prefix, names));
 
   const receiver = startChild('receiver', RECEIVER, { BENCH_TLS_KEY: ca.key, BENCH_TLS_CERT: ca.cert }, true);
   onCleanup(() => receiver.stop());

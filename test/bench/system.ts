@@ -18,11 +18,16 @@ import {
   amqpUrl,
   createTestCa,
   createTestDatabase,
-  deleteAmqpObjects,
   randomAmqpPrefix,
   type TestDatabase,
 } from '@trips/testkit';
-import { pidsMatching, startChild as startProcess, waitReady, type Child } from './dispatcher-procs.ts';
+import {
+  deleteAmqp,
+  pidsMatching,
+  startChild as startProcess,
+  waitReady,
+  type Child,
+} from './dispatcher-procs.ts';
 import { freePort, median, onCleanup, saturate, startChild as startServer, type ChildServer } from './lib.ts';
 
 const API = fileURLToPath(new URL('../../services/api/src/main.ts', import.meta.url));
@@ -78,7 +83,7 @@ export async function startSystem(): Promise<System> {
   // The dispatcher's queues with its default delays, as it runs here.
   const names = topology(prefix, readConfig({}).policy.queueDelaysMs);
   const queues = queueNames(names);
-  onCleanup(() => deleteAmqpObjects({ queues, exchanges: [names.eventsExchange, names.expressExchange] }));
+  onCleanup(() => deleteAmqp(prefix, names));
 
   const receiver = startProcess(
     'receiver',
