@@ -78,31 +78,35 @@ export function createEventStream(options: EventStreamOptions): EventStream {
   checkOptions(options);
   const dedupe = options.dedupe ?? memoryDedupe();
   const types = options.types?.length ? new Set<string>(options.types) : undefined;
-  // The same event can come both ways at once: the second caller waits for the first one's
-  // handler and then finds the id handled, instead of calling the handler beside it.
-  const running = new Map<string, Promise<unknown>>();
+  // The same event can come both ways at once. Each id's check, handler call and add run as one
+  // call that a second arrival waits for before it checks again: a store's "not seen" answered
+  // after the first arrival's add (a table read over another connection) cannot start a second call.
+  const running = new Map<string, Promise<void>>();
 
   let stopped = false;
 
+  async function checkAndHandle(event: Event, source: EventSource): Promise<void> {
+    if (await dedupe.has(event.id)) return;
+    // Checked after the await, right before the call: once stop() began, no call starts.
+    if (stopped) throw new Error('the event stream is stopping');
+    await options.handler(event, { source });
+    await dedupe.add(event.id);
+  }
+
   async function handleOnce(event: Event, source: EventSource): Promise<void> {
     for (;;) {
-      if (await dedupe.has(event.id)) return;
-      // Checked after the await, right before the call: once stop() began, no call starts.
-      if (stopped) throw new Error('the event stream is stopping');
       const earlier = running.get(event.id);
       if (earlier) {
         await earlier.catch(() => undefined); // it failed: this caller tries the handler itself
         continue;
       }
-      const call = (async () => {
-        await options.handler(event, { source });
-        await dedupe.add(event.id);
-      })();
+      if (stopped) throw new Error('the event stream is stopping');
+      const call = checkAndHandle(event, source);
       running.set(event.id, call);
       try {
-        return void (await call);
+        return await call;
       } finally {
-        running.delete(event.id);
+        if (running.get(event.id) === call) running.delete(event.id);
       }
     }
   }
