@@ -73,6 +73,17 @@ async function allDeliveredOnce(webhookId: string, eventIds: string[], timeoutMs
   expect((await deliveredIds(webhookId)).sort()).toEqual([...eventIds].sort());
 }
 
+/** The most of these times (ms) that any window of one second holds. */
+function mostInOneSecond(times: number[]): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < sorted.length; i++) {
+    while (j < sorted.length && sorted[j]! < sorted[i]! + 1_000) j++;
+    most = Math.max(most, j - i);
+  }
+  return most;
+}
+
 async function publishAll(agencyId: string, count: number): Promise<string[]> {
   const events = Array.from({ length: count }, () => makeEvent('trip.created'));
   for (const event of events) await d.publish(agencyId, event);
@@ -242,16 +253,15 @@ test("the owner's rate limit holds across two dispatchers: no second holds more 
     await waitFor(() => other.targetsEvents.length > 0, { what: 'the second dispatcher listening' });
     const ids = await publishAll(agencyId, 40);
     await allDeliveredOnce(webhookId, ids);
-    const times = receiver.requests.map((r) => r.at).sort((a, b) => a - b);
-    let most = 0;
-    for (let i = 0; i < times.length; i++) {
-      let j = i;
-      while (j < times.length && times[j]! < times[i]! + 1_000) j++;
-      most = Math.max(most, j - i);
-    }
-    expect(most).toBeLessThanOrEqual(11);
-    // 40 at 10 a second: no sooner than the limit allows.
-    expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(3_900 - 100);
+    // The limit governs when attempts begin, by both dispatchers together: spaced 1/N s apart, each
+    // begun at most a twentieth of a second late, so no second holds more than N × 1.1. Arrival
+    // times add each request's transit, which a loaded machine stretches by hundreds of ms (a TLS
+    // handshake waiting for a core), so they are not counted here: bench:pace counts arrivals per
+    // second on a quiet machine.
+    const started = (await attemptsOf(webhookId)).map((a) => a.attempted_at.getTime());
+    expect(mostInOneSecond(started)).toBeLessThanOrEqual(11);
+    // 40 at 10 a second: no sooner than the limit allows (the first may have begun its 50 ms late).
+    expect(Math.max(...started) - Math.min(...started)).toBeGreaterThanOrEqual(3_900 - 50);
     const handledBy = (t: TestDispatcher) => t.outcomes.filter((o) => o.webhookId === webhookId).length;
     expect(handledBy(d) + handledBy(other)).toBeGreaterThanOrEqual(40);
     const row = await sql<{
