@@ -262,6 +262,7 @@ test("the owner's rate limit holds across two dispatchers: no second holds more 
     expect(mostInOneSecond(started)).toBeLessThanOrEqual(11);
     // 40 at 10 a second: no sooner than the limit allows (the first may have begun its 50 ms late).
     expect(Math.max(...started) - Math.min(...started)).toBeGreaterThanOrEqual(3_900 - 50);
+    expect(receiver.requests).toHaveLength(40);
     const handledBy = (t: TestDispatcher) => t.outcomes.filter((o) => o.webhookId === webhookId).length;
     expect(handledBy(d) + handledBy(other)).toBeGreaterThanOrEqual(40);
     const row = await sql<{
