@@ -36,6 +36,8 @@ import { drain, handRecorder, hostWrite, sleep } from './helpers.ts';
 // own instead. Every agency here but the first test's B has more than EXPRESS_MAX_BACKLOG events.
 
 const HELD_BACK = 'events held back';
+/** How long a queue with room may keep refusing, while RabbitMQ's word of the room is on its way. */
+const TAKEN_WITHIN_MS = 30_000;
 
 let t: TestDatabase;
 let prefix: string;
@@ -181,14 +183,16 @@ const errorLines = (logs: LogCapture) => logs.lines.filter((l) => /"level":(50|6
  * many batches it took.
  */
 async function nextTakenBatch(publisher: Publisher): Promise<{ published: number; batches: number }> {
-  // Bounded in time, not in tries: on a busy machine the word takes longer, not more batches.
-  const deadline = Date.now() + 10_000;
+  // Bounded in time, not in tries: on a busy machine the word takes longer, not more batches. It
+  // comes after one batch here even with the cores busy; once, with two benchmarks beside the whole
+  // suite, it took over 10 s.
+  const deadline = Date.now() + TAKEN_WITHIN_MS;
   for (let batches = 1; Date.now() < deadline; batches++) {
     await sleep(REFUSED_RETRY_MS + 5);
     const published = await publisher.runBatch();
     if (published > 0) return { published, batches };
   }
-  throw new Error('no batch was taken in 10 s');
+  throw new Error(`no batch was taken in ${TAKEN_WITHIN_MS / 1000} s`);
 }
 
 test('a full queue refuses a batch: no error, nothing marked; as it drains every event arrives exactly once, round-robin', async () => {
@@ -240,7 +244,7 @@ test('a full queue refuses a batch: no error, nothing marked; as it drains every
   } finally {
     await publisher.close();
   }
-});
+}, 120_000);
 
 test('a batch partly refused: what a queue took is marked published at once, the rest goes later, nothing twice', async () => {
   // A's events (trip.created) go to a full queue, B's (contact.created) to one with room.
@@ -271,7 +275,7 @@ test('a batch partly refused: what a queue took is marked published at once, the
   } finally {
     await publisher.close();
   }
-});
+}, 120_000);
 
 test('takeUnpublished takes round-robin across agencies: every oldest, then every second, …; seq order within an agency', async () => {
   // Agency ids sort otherwise than their events' seqs: a turn is in seq order, not agency order.
@@ -344,7 +348,7 @@ test('after refusals the next batch is no larger than what the queue took (MIN_W
   } finally {
     await publisher.close();
   }
-});
+}, 120_000);
 
 test('a batch size below MIN_WINDOW holds after refusals too', async () => {
   const exchange = exchangeFor('small');
