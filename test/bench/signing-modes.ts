@@ -5,6 +5,7 @@
 // leaves the keys out, as for a webhook without ed25519; `one` signs Service-Signature alone, as the
 // dispatcher did before D11: the baseline the others are measured against. Driven over IPC:
 //   parent → { id, op: 'signing', mode: 'one' | 'both' | 'ed25519' }  ← { id, mode }
+//   parent → { id, op: 'send-cost' }  ← { id, attempts, cpuUs } since the last, then from zero
 import {
   serviceSignature,
   signatureHeaders as signBoth,
@@ -17,7 +18,18 @@ export * from '../../packages/contracts/src/webhook-signing.ts';
 type Mode = 'one' | 'both' | 'ed25519';
 let mode: Mode = 'ed25519';
 
+/** CPU µs the attempts spent before they first waited (signing-sender.ts), since the last read. */
+let sendCost = { attempts: 0, cpuUs: 0 };
+export function addSendCost(cpuUs: number): void {
+  sendCost.attempts++;
+  sendCost.cpuUs += cpuUs;
+}
+
 process.on('message', (message: { id?: number; op?: string; mode?: Mode }) => {
+  if (message?.op === 'send-cost') {
+    process.send!({ id: message.id, ...sendCost });
+    sendCost = { attempts: 0, cpuUs: 0 };
+  }
   if (message?.op !== 'signing' || !message.mode) return;
   mode = message.mode;
   process.send!({ id: message.id, mode });
