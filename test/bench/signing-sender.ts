@@ -3,7 +3,11 @@
 // body, the signing, the request and its headers made and written), by the way of signing in force.
 // The windows of the whole process's CPU per delivery are too noisy (a fifth from window to window)
 // to see a difference of a few µs; this is where the ways differ, over thousands of attempts.
-import { Sender as ProductionSender, type AttemptResult, type DeliveryRequest } from '../../services/dispatcher/src/sender.ts';
+import {
+  Sender as ProductionSender,
+  type AttemptResult,
+  type DeliveryRequest,
+} from '../../services/dispatcher/src/sender.ts';
 import { addSendCost } from './signing-modes.ts';
 
 export * from '../../services/dispatcher/src/sender.ts';
