@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '@trips/db';
 import type { CommittedChange } from './activity/changes.ts';
@@ -48,12 +49,25 @@ export interface Activity {
   settle(): Promise<void>;
 }
 
+/**
+ * The table of the marks each change writes in its own transaction, so a change whose COMMIT went
+ * unanswered can be told committed or not. No trigger captures it: it makes no events. Made once,
+ * under a lock, as several activities share a database.
+ */
+async function createMarks(db: Kysely<Database>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(hashtext('activity_commits'))`.execute(trx);
+    await sql`CREATE TABLE IF NOT EXISTS activity_commits (token uuid PRIMARY KEY)`.execute(trx);
+  });
+}
+
 export function createActivity(db: Kysely<Database>, options: ActivityOptions): Activity {
   const { agencyId } = options;
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 31);
   const planner = createPlanner(createContext(agencyId, seed), options.focus ?? 0.6);
   const committed: CommittedChange[] = [];
-  let inDoubt: { xid: string; write: Write; outcome: Outcome; at: Date } | undefined;
+  let inDoubt: { xid: string; token: string; write: Write; outcome: Outcome; at: Date } | undefined;
+  let marksReady: Promise<void> | undefined;
 
   function record(write: Write, outcome: Outcome, at: Date): CommittedChange {
     outcome.apply();
@@ -72,32 +86,44 @@ export function createActivity(db: Kysely<Database>, options: ActivityOptions): 
 
   async function settle(): Promise<void> {
     if (!inDoubt) return;
-    const { xid, write, outcome, at } = inDoubt;
-    const { rows } = await sql<{
-      status: string | null;
-    }>`SELECT txid_status(${xid}::bigint) AS status`.execute(db);
-    const status = rows[0]?.status;
-    if (status === 'in progress') throw new Error('activity: the change in doubt is still in progress');
+    const { xid, token, write, outcome, at } = inDoubt;
+    // The change's own mark tells whether it committed. Its transaction id cannot, after a failover:
+    // a primary promoted before the change's WAL reached it hands out that id again, and
+    // txid_status then answers for its own transaction (a change recorded as committed that the
+    // new primary never had). Only "still running" is read from it, to wait and ask again.
+    const { rows } = await sql<{ marked: boolean; status: string | null }>`
+      SELECT EXISTS (SELECT 1 FROM activity_commits WHERE token = ${token}::uuid) AS marked,
+             txid_status(${xid}::bigint) AS status`.execute(db);
+    const { marked, status } = rows[0]!;
+    if (!marked && status === 'in progress')
+      throw new Error('activity: the change in doubt may still be in progress');
     inDoubt = undefined;
-    if (status === 'committed') record(write, outcome, at);
-    else if (status !== 'aborted') throw new Error(`activity: cannot tell whether ${write.action} committed`);
+    if (marked) record(write, outcome, at);
   }
 
   async function step(): Promise<CommittedChange> {
+    marksReady ??= createMarks(db).catch((error: unknown) => {
+      marksReady = undefined;
+      throw error;
+    });
+    await marksReady;
     await settle();
     const write = planner.pick();
     // Filled in once everything is written: if only the COMMIT then goes unanswered, the change
-    // may or may not have happened, and settle() finds out which.
+    // may or may not have happened, and settle() finds out which from the mark it wrote.
+    const token = randomUUID();
     const pending: { xid?: string; outcome?: Outcome; at?: Date } = {};
     try {
       await db.transaction().execute(async (trx) => {
         const { xid } = await one(trx, sql<{ xid: string }>`SELECT txid_current()::text AS xid`);
         const outcome = await write.run(trx);
+        await sql`INSERT INTO activity_commits (token) VALUES (${token}::uuid)`.execute(trx);
         const { at } = await one(trx, sql<{ at: Date }>`SELECT clock_timestamp() AS at`);
         Object.assign(pending, { xid, outcome, at: new Date(at) });
       });
     } catch (error) {
-      if (pending.outcome) inDoubt = { xid: pending.xid!, write, outcome: pending.outcome, at: pending.at! };
+      if (pending.outcome)
+        inDoubt = { xid: pending.xid!, token, write, outcome: pending.outcome, at: pending.at! };
       throw error;
     }
     return record(write, pending.outcome!, pending.at!);
