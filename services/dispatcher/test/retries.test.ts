@@ -71,7 +71,10 @@ function checkSchedule(attempts: WebhookAttemptRow[]): void {
   const last = attempts.length - 1;
   const nextDelay = DELAYS[Math.min(last, DELAYS.length - 1)]!;
   expect(starts[last]! + nextDelay).toBeGreaterThan(first + WINDOW);
-  expect(starts[last]! - first).toBeLessThanOrEqual(WINDOW);
+  // And the last was due within it (it may start later, by the hop and handling allowed above).
+  const lastDue =
+    starts[last - 1]! + attempts[last - 1]!.duration_ms + DELAYS[Math.min(last - 1, DELAYS.length - 1)]!;
+  expect(lastDue - first).toBeLessThanOrEqual(WINDOW + 50);
 }
 
 test('non-2xx, timeout, redirect, connection refused and TLS failure are each retried on the schedule, then given up', async () => {
