@@ -10,9 +10,12 @@
 //   - the API's maximum while events flow ≥ 0.8 × without;
 //   - the queues drained ≤ 10 s after the load stops.
 // Each minute prints the API's pace, the delivery rate and latency, and each service's heap and RSS.
+import { mkdirSync } from 'node:fs';
 import os from 'node:os';
+import { join } from 'node:path';
 import { cpuBetween, sampleCpu, warnings } from './dispatcher-procs.ts';
 import { fmt, percentile, runBench, table } from './lib.ts';
+import { breakdown, memoryWatch, type MemoryReading, type MinuteMemory } from './soak-memory.ts';
 import {
   apiMaximum,
   fittedGrowth,
@@ -47,6 +50,20 @@ const MINUTE_LIMIT_MS = 180_000;
 /** How often each service's memory is read within a minute (see memoryWatch). */
 const MEMORY_EVERY_MS = 5_000;
 
+/**
+ * SOAK_HEAP_SNAPSHOTS=3,15: after those minutes the API and the dispatcher each write a V8 heap
+ * snapshot (node's --heapsnapshot-signal, set for this bench only) into SOAK_SNAPSHOT_DIR, for
+ * test/bench/heap-compare.ts to compare. Writing one pauses the service for seconds and grows its
+ * RSS, so a run that takes them is for the snapshots, not for the memory figures.
+ */
+const SNAPSHOT_MINUTES = (process.env.SOAK_HEAP_SNAPSHOTS ?? '').split(',').filter(Boolean).map(Number);
+const SNAPSHOT_DIR = process.env.SOAK_SNAPSHOT_DIR ?? join(os.tmpdir(), 'soak-heap');
+
+function heapSnapshots(system: System): void {
+  for (const name of ['api', 'dispatcher'] as const) process.kill(system.pids[name], 'SIGUSR2');
+  console.log(`  heap snapshots of the API and the dispatcher asked for, into ${SNAPSHOT_DIR}`);
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const verdict = (ok: boolean) => (ok ? 'MET' : 'MISS');
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
@@ -74,59 +91,30 @@ interface Sample {
   written: number;
   delivered: number;
   busy: number;
-  rss: Record<Service, number>;
-  heap: Record<Service, number>;
+  memory: Record<Service, MinuteMemory>;
 }
 
 async function sample(
   system: System,
   written: number,
-  memory: Pick<Sample, 'rss' | 'heap'>,
+  memory: Record<Service, MinuteMemory>,
 ): Promise<Sample> {
-  return { at: now(), written, delivered: await system.delivered(), busy: machineBusySeconds(), ...memory };
+  return { at: now(), written, delivered: await system.delivered(), busy: machineBusySeconds(), memory };
 }
 
-/**
- * Each service's memory read every MEMORY_EVERY_MS; `take()` answers, since the last take, the
- * heap's floor and RSS's peak. Why not one reading a minute: the heap in use rises and falls with
- * each collection, so one reading lands anywhere on that sawtooth and a line fitted through an
- * hour of them moves by more than the target by chance. The floor is what stays live after
- * collection (what a leak grows); the peak is what a pod's memory limit must hold.
- */
-function memoryWatch(system: System) {
-  let floor: Record<string, number> = {};
-  let peak: Record<string, number> = {};
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      const { heap, rss } = await system.memory();
-      for (const [name, bytes] of Object.entries(heap))
-        floor[name] = Math.min(floor[name] ?? Infinity, bytes);
-      for (const [name, bytes] of Object.entries(rss)) peak[name] = Math.max(peak[name] ?? 0, bytes);
-      await sleep(MEMORY_EVERY_MS);
-    }
-  })();
-  return {
-    take(): Pick<Sample, 'rss' | 'heap'> {
-      const taken = { heap: floor, rss: peak } as Pick<Sample, 'rss' | 'heap'>;
-      floor = {};
-      peak = {};
-      return taken;
-    },
-    async stop() {
-      running = false;
-      await loop;
-    },
-  };
-}
+/** One reading as a minute's: its floor and peak are the reading itself. */
+const asMinute = (readings: Record<Service, MemoryReading>) =>
+  Object.fromEntries(
+    Object.entries(readings).map(([n, r]) => [n, { heapFloor: r.heapUsed, rssPeak: r.rss, atPeak: r }]),
+  ) as Record<Service, MinuteMemory>;
 
 /** The soak itself: a paced minute of API load after another, a sample after each. */
 async function soak(system: System, writer: ReturnType<typeof writeTrips>) {
   const done = system.load.next<ApiFigures>((m) => m.done === true);
   done.catch(() => {}); // awaited below; this only keeps an early crash from being unhandled
   const cpuStart = sampleCpu(system.cpuGroups);
-  const samples = [await sample(system, writer.committed.size, await system.memory())];
-  const memory = memoryWatch(system);
+  const samples = [await sample(system, writer.committed.size, asMinute(await system.memory()))];
+  const memory = memoryWatch(() => system.memory(), MEMORY_EVERY_MS);
   system.load.process.send({
     op: 'run',
     url: system.api.url,
@@ -165,14 +153,17 @@ async function soak(system: System, writer: ReturnType<typeof writeTrips>) {
       `minute ${String(minute).padStart(2)}: API ${fmt.rps(paced.rps)} req/s p99 ${fmt.ms(paced.p99)} ms` +
         `${paced.failures ? ` (${paced.failures} failed)` : ''}; written ${fmt.rps((s.written - prev.written) / seconds)}/s, ` +
         `delivered ${fmt.rps((s.delivered - prev.delivered) / seconds)}/s, commit → received p99 ${fmt.ms(percentile(e2e, 99))} ms; ` +
-        `heap floor ${Object.entries(s.heap)
-          .map(([n, b]) => `${n} ${mb(b)}`)
+        `heap floor ${Object.entries(s.memory)
+          .map(([n, m]) => `${n} ${mb(m.heapFloor)}`)
           .join(', ')}; ` +
-        `RSS peak ${Object.entries(s.rss)
-          .map(([n, b]) => `${n} ${mb(b)}`)
+        `RSS peak ${Object.entries(s.memory)
+          .map(([n, m]) => `${n} ${mb(m.rssPeak)}`)
           .join(', ')}; ` +
         `machine busy ${Math.round(((s.busy - prev.busy) / seconds / os.cpus().length) * 100)} %`,
     );
+    for (const [n, m] of Object.entries(s.memory))
+      console.log(`  ${n} at its RSS peak, MB: ${breakdown(m.atPeak)}`);
+    if (SNAPSHOT_MINUTES.includes(minute)) heapSnapshots(system);
   }
   const api = await done;
   const cpu = cpuBetween(cpuStart, sampleCpu(system.cpuGroups));
@@ -199,7 +190,12 @@ async function drain(system: System, writer: ReturnType<typeof writeTrips>, arri
 
 async function main(): Promise<void> {
   const loadBefore = os.loadavg();
-  const system = await startSystem();
+  const serviceEnv: Record<string, string> = {};
+  if (SNAPSHOT_MINUTES.length) {
+    mkdirSync(SNAPSHOT_DIR, { recursive: true });
+    serviceEnv.NODE_OPTIONS = `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${SNAPSHOT_DIR}`;
+  }
+  const system = await startSystem(serviceEnv);
   const alone = await apiMaximum(system, MAX_ROUNDS, MAX_ROUND_SECONDS);
   const writer = writeTrips(system.writerDb, system.agencyId, EVENTS_PER_SECOND, 'trp_soak');
   await sleep(EVENTS_WARMUP_SECONDS * 1000);
@@ -235,10 +231,10 @@ function report(r: {
   loadBefore: number[];
 }): void {
   const after = r.samples.slice(WARMUP_MINUTES);
-  const services = Object.keys(r.samples[0]!.rss) as Service[];
+  const services = Object.keys(r.samples[0]!.memory) as Service[];
   const memoryRows = services.flatMap((name) => {
-    const heap = fittedGrowth(after.map((s) => s.heap[name]));
-    const rss = fittedGrowth(after.map((s) => s.rss[name]));
+    const heap = fittedGrowth(after.map((s) => s.memory[name].heapFloor));
+    const rss = fittedGrowth(after.map((s) => s.memory[name].rssPeak));
     return [
       [
         `${name}: V8 heap in use (each minute's floor), fitted over minutes ${WARMUP_MINUTES}–${MINUTES}`,
@@ -288,14 +284,20 @@ function report(r: {
       ],
     ),
   );
-  const perMinute = (pick: (s: Sample) => Record<Service, number>) =>
+  const perMinute = (pick: (m: MinuteMemory) => number) =>
     services
-      .map((n) => `${n} ${r.samples.map((s) => (pick(s)[n] / 2 ** 20).toFixed(0)).join(' ')}`)
+      .map((n) => {
+        const fitted = pct(fittedGrowth(after.map((s) => pick(s.memory[n]))));
+        return `${n} ${r.samples.map((s) => (pick(s.memory[n]) / 2 ** 20).toFixed(0)).join(' ')} (fitted ${fitted})`;
+      })
       .join('; ');
   console.log(
-    `\nV8 heap in use, each minute's floor (MB, minutes 0–${MINUTES}): ${perMinute((s) => s.heap)}`,
+    `\nV8 heap in use, each minute's floor (MB, minutes 0–${MINUTES}): ${perMinute((m) => m.heapFloor)}`,
   );
-  console.log(`RSS, each minute's peak (MB): ${perMinute((s) => s.rss)}`);
+  console.log(`RSS, each minute's peak (MB): ${perMinute((m) => m.rssPeak)}`);
+  console.log(`heapTotal at that peak (MB): ${perMinute((m) => m.atPeak.heapTotal)}`);
+  console.log(`RSS − heapTotal at that peak (MB): ${perMinute((m) => m.atPeak.rss - m.atPeak.heapTotal)}`);
+  console.log(`external at that peak (MB): ${perMinute((m) => m.atPeak.external)}`);
   console.log(
     `backlog when the load stopped: ${Object.entries(r.drained.atStop)
       .map(([n, c]) => `${n} ${c}`)

@@ -28,6 +28,7 @@ import {
   waitReady,
   type Child,
 } from './dispatcher-procs.ts';
+import { readMemory, type MemoryReading } from './soak-memory.ts';
 import { freePort, median, onCleanup, saturate, startChild as startServer, type ChildServer } from './lib.ts';
 
 const API = fileURLToPath(new URL('../../services/api/src/main.ts', import.meta.url));
@@ -70,12 +71,13 @@ export interface System {
   arrivals(): Promise<[string, number, number][]>;
   /** What is still on its way: the outbox, the unpublished events, each queue. */
   backlog(): Promise<Record<string, number>>;
-  /** Each service's RSS and V8 heap in use, bytes. */
-  memory(): Promise<{ rss: Record<Service, number>; heap: Record<Service, number> }>;
+  /** Each service's memory, split (soak-memory.ts). */
+  memory(): Promise<Record<Service, MemoryReading>>;
   log(service: 'recorder' | 'dispatcher'): string;
 }
 
-export async function startSystem(): Promise<System> {
+/** `serviceEnv`: set for the API, the recorder and the dispatcher alike (e.g. NODE_OPTIONS). */
+export async function startSystem(serviceEnv: Record<string, string> = {}): Promise<System> {
   const ca = await createTestCa();
   const t = await createTestDatabase();
   onCleanup(() => t.drop());
@@ -100,15 +102,21 @@ export async function startSystem(): Promise<System> {
   const { agencyId, key, readIds } = await seed(t, `https://127.0.0.1:${port}${path}`);
 
   // The dispatcher first: it declares the queues, so no event the recorder publishes goes unrouted.
-  const serviceEnv = { DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_PREFIX: prefix, LOG_LEVEL: 'info' };
+  const env = {
+    DATABASE_URL: t.url,
+    AMQP_URL: amqpUrl,
+    AMQP_PREFIX: prefix,
+    LOG_LEVEL: 'info',
+    ...serviceEnv,
+  };
   const service = async (
     name: string,
     script: string,
     healthVariable: string,
-    env: Record<string, string>,
+    own: Record<string, string>,
   ) => {
     const healthPort = await freePort();
-    const child = startProcess(name, script, { ...serviceEnv, [healthVariable]: String(healthPort), ...env });
+    const child = startProcess(name, script, { ...env, [healthVariable]: String(healthPort), ...own });
     onCleanup(() => child.stop());
     await waitReady(child, `http://127.0.0.1:${healthPort}/readyz`);
     return Object.assign(child, { metricsPort: healthPort });
@@ -124,7 +132,7 @@ export async function startSystem(): Promise<System> {
     'system-api',
     API,
     {
-      ...serviceEnv,
+      ...env,
       RATE_LIMIT_PER_SECOND: '1000000000',
       RATE_LIMIT_BURST: '1000000000',
       API_METRICS_PORT: String(apiMetricsPort),
@@ -198,11 +206,11 @@ export async function startSystem(): Promise<System> {
     },
     memory: async () => {
       const services = Object.keys(pids) as Service[];
-      const heaps = await Promise.all(services.map((name) => heapUsed(metricsPorts[name])));
-      return {
-        rss: Object.fromEntries(services.map((name) => [name, rss(pids[name])])) as Record<Service, number>,
-        heap: Object.fromEntries(services.map((name, i) => [name, heaps[i]!])) as Record<Service, number>,
-      };
+      const readings = await Promise.all(services.map((name) => readMemory(pids[name], metricsPorts[name])));
+      return Object.fromEntries(services.map((name, i) => [name, readings[i]!])) as Record<
+        Service,
+        MemoryReading
+      >;
     },
     log: (name) => (name === 'recorder' ? recorder.log() : dispatcher.log()),
   };
@@ -324,27 +332,6 @@ export function machineBusySeconds(): number {
     .slice(1)
     .map(Number);
   return (user! + nice! + system! + irq! + softirq! + steal!) / 100; // USER_HZ
-}
-
-/**
- * A service's V8 heap in use, from its Prometheus metrics (prom-client's default
- * nodejs_heap_size_used_bytes), in bytes: beside RSS, it tells a heap that grows from one that
- * holds on to memory it no longer uses. NaN when the metrics cannot be read.
- */
-async function heapUsed(port: number): Promise<number> {
-  try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    return Number(/^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
-  } catch {
-    return NaN;
-  }
-}
-
-/** Resident memory of a process, from /proc (VmRSS), in bytes. */
-function rss(pid: number): number {
-  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  if (!kb) throw new Error(`no VmRSS for pid ${pid}`);
-  return Number(kb) * 1024;
 }
 
 /** `promise`, or an error with `message` once `ms` have passed. */
