@@ -55,7 +55,8 @@ ENTRYPOINT ["/usr/bin/tini", "--"]
 # (its workspace dependency closure, which test/deploy checks against the package.json files),
 # owned by root: the app cannot change its code. It runs as the node image's unprivileged user, by
 # number so that Kubernetes' runAsNonRoot can verify it, and its command is the package's start
-# script run by node itself: an npm or pnpm in between would not pass SIGTERM on.
+# script run by node itself: an npm or pnpm in between would not pass SIGTERM on. The services'
+# start scripts fix V8's young generation at 16 MB semi-spaces (docs/operations.md, "Memory").
 
 # --- the read API and the settings page, /healthz and /readyz on PORT
 FROM runtime AS api
@@ -69,7 +70,7 @@ COPY --from=api-install /workspace/services/api /app/services/api
 WORKDIR /app/services/api
 USER 1000:1000
 EXPOSE 3000
-CMD ["node", "src/main.ts"]
+CMD ["node", "--max-semi-space-size=16", "--min-semi-space-size=16", "src/main.ts"]
 
 # --- the recorder (outbox relay), /healthz and /readyz on RECORDER_HEALTH_PORT
 FROM runtime AS recorder
@@ -82,7 +83,7 @@ COPY --from=recorder-install /workspace/services/recorder /app/services/recorder
 WORKDIR /app/services/recorder
 USER 1000:1000
 EXPOSE 3001
-CMD ["node", "src/main.ts"]
+CMD ["node", "--max-semi-space-size=16", "--min-semi-space-size=16", "src/main.ts"]
 
 # --- the dispatcher (webhook deliveries), /healthz and /readyz on DISPATCHER_HEALTH_PORT
 FROM runtime AS dispatcher
@@ -96,7 +97,7 @@ COPY --from=dispatcher-install /workspace/services/dispatcher /app/services/disp
 WORKDIR /app/services/dispatcher
 USER 1000:1000
 EXPOSE 3002
-CMD ["node", "src/main.ts"]
+CMD ["node", "--max-semi-space-size=16", "--min-semi-space-size=16", "src/main.ts"]
 
 # --- tripctl, the admin CLI. Its default command applies the pending database migrations: run it
 # once per release, before the services (the compose migrate service, k8s/base/migrate/job.yaml).

@@ -233,11 +233,12 @@ export async function startChild(
   script: string,
   env: Record<string, string>,
   readyPath: string,
+  nodeArgs: string[] = [],
 ): Promise<ChildServer> {
   const port = await freePort();
   const logPath = join(tmpdir(), `bench-${name}-${process.pid}-${port}.log`);
   const out = openSync(logPath, 'w');
-  const child: ChildProcess = spawn(process.execPath, [script], {
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, script], {
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', out, out],
   });

@@ -37,6 +37,16 @@ const DISPATCHER = fileURLToPath(new URL('../../services/dispatcher/src/main.ts'
 const RECEIVER = fileURLToPath(new URL('./dispatcher-receiver.ts', import.meta.url));
 const API_LOAD = fileURLToPath(new URL('./soak-api-load.ts', import.meta.url));
 
+/**
+ * A service's node flags as production starts it: its package's start script (which the image's
+ * CMD repeats, test/deploy checks), less `node` and the script. V8 sizes its heap from them.
+ */
+function startFlags(service: Service): string[] {
+  const pkg = new URL(`../../services/${service}/package.json`, import.meta.url);
+  const start = (JSON.parse(readFileSync(pkg, 'utf8')) as { scripts: { start: string } }).scripts.start;
+  return start.trim().split(/\s+/).slice(1, -1);
+}
+
 /** Trips the API reads, in turn. */
 const READ_TRIPS = 1_000;
 /** Connections the host application's writes share. */
@@ -110,13 +120,19 @@ export async function startSystem(serviceEnv: Record<string, string> = {}): Prom
     ...serviceEnv,
   };
   const service = async (
-    name: string,
+    name: Service,
     script: string,
     healthVariable: string,
     own: Record<string, string>,
   ) => {
     const healthPort = await freePort();
-    const child = startProcess(name, script, { ...env, [healthVariable]: String(healthPort), ...own });
+    const child = startProcess(
+      name,
+      script,
+      { ...env, [healthVariable]: String(healthPort), ...own },
+      false,
+      startFlags(name),
+    );
     onCleanup(() => child.stop());
     await waitReady(child, `http://127.0.0.1:${healthPort}/readyz`);
     return Object.assign(child, { metricsPort: healthPort });
@@ -138,6 +154,7 @@ export async function startSystem(serviceEnv: Record<string, string> = {}): Prom
       API_METRICS_PORT: String(apiMetricsPort),
     },
     '/healthz',
+    startFlags('api'),
   );
   onCleanup(() => api.stop());
 
