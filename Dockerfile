@@ -56,7 +56,8 @@ ENTRYPOINT ["/usr/bin/tini", "--"]
 # owned by root: the app cannot change its code. It runs as the node image's unprivileged user, by
 # number so that Kubernetes' runAsNonRoot can verify it, and its command is the package's start
 # script run by node itself: an npm or pnpm in between would not pass SIGTERM on. The services'
-# start scripts fix V8's young generation at 16 MB semi-spaces (docs/operations.md, "Memory").
+# start scripts fix V8's young generation at 16 MB semi-spaces: V8 would size it from the memory it
+# sees and grow and shrink it with the load, RSS following in steps (docs/benchmarks.md, "Soak").
 
 # --- the read API and the settings page, /healthz and /readyz on PORT
 FROM runtime AS api
