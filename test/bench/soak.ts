@@ -7,11 +7,11 @@
 //   - memory: each service's V8 heap in use grows ≤ 5 % and its RSS ≤ 15 % after the warm-up
 //     (SOAK_WARMUP_MINUTES, 10), read every 5 s, each minute's heap floor and RSS peak kept, and
 //     the growth read from a line fitted through the minutes, not from two points. The warm-up is
-//     V8 sizing its heap, which a leak's line would not stop at: the young generation reaches its
-//     size within a minute or two of load, and the old generation grows until its first
-//     mark-compact sets its limit, and RSS keeps those pages; at this load a mark-compact comes
-//     every 6–7 minutes (the hour run of 2026-11-28, docs/benchmarks/soak.md), so from minute 10
-//     the line sees the cycle's repeats, not its first climb;
+//     V8 sizing its heap, which a leak's line would not stop at: the services' start flags fix
+//     the young generation, but the old generation grows until its first mark-compact sets its
+//     limit, and RSS keeps those pages. At this load the first comes within
+//     ten minutes (docs/benchmarks/soak.md, the hour run of 2026-11-28), so from minute 10 the
+//     line sees the cycle's repeats, not its first climb;
 //   - the API's maximum while events flow ≥ 0.8 × without;
 //   - the queues drained ≤ 10 s after the load stops.
 // Each minute prints the API's pace, the delivery rate and latency, and each service's heap and RSS.
