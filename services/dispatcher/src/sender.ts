@@ -1,6 +1,6 @@
-import type { IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { createSecureContext, rootCertificates } from 'node:tls';
+import { Agent } from 'undici';
 import {
   ASKS_TO_WAIT,
   createSsrfGuard,
@@ -17,6 +17,10 @@ export const USER_AGENT = 'TripService-Webhooks/1';
 const BODY_LIMIT = 1024;
 /** A body sent with its headers follows them within this; one that trickles must not hold a slot. */
 const BODY_GRACE_MS = 300;
+/** Connections kept to one origin at most (the endpoint cap keeps it far lower), as https.Agent's maxSockets was. */
+const CONNECTIONS_PER_ORIGIN = 256;
+/** An idle connection is closed after this, or sooner when the receiver's Keep-Alive says so. */
+const IDLE_MS = 60_000;
 
 /**
  * Why an attempt did not succeed; stored in webhook_attempts.error and shown to owners. A non-2xx
@@ -85,34 +89,43 @@ export interface DeliveryRequest {
  * within the timeout, never connecting to a non-public address unless allowed. It never throws:
  * every way an attempt can end is an AttemptResult.
  *
- * Node's own https.request, not an HTTP client library: an attempt needs none of a library's
- * features (redirects, retries, decompression, hooks), and got cost more CPU per delivery than
- * everything else the dispatcher does for it.
+ * undici's Agent (the client behind Node's fetch) rather than Node's https.request: the same
+ * attempt costs clearly less CPU per delivery (bench:dispatcher's throughput part, figures in
+ * docs/benchmarks/dispatcher.md), and used as here it adds nothing an attempt must not do: it
+ * follows no redirects and retries nothing unless given interceptors for them. got, tried before,
+ * cost more CPU per delivery than everything else the dispatcher does for it.
  */
 export class Sender {
-  private readonly agent: HttpsAgent;
+  private readonly agent: Agent;
   private readonly guard: SsrfGuard;
   private readonly timeoutMs: number;
 
   constructor(options: SenderOptions) {
-    // Keep-alive: a busy endpoint gets its deliveries over a few warm connections instead of a TLS
-    // handshake each. Sockets idle for long are closed so a dead endpoint holds nothing.
-    // The extra CA goes into one TLS context made here and given to the agent, not into each
-    // request's options: https.Agent names its socket pools after the TLS options of every request,
-    // `ca` included, so a CA list passed per request (the system's ~120 roots plus ours) was joined
-    // into one long string on every delivery, a large share of the dispatcher's CPU.
-    // secureContext is not part of that name. Trusted: the system's roots and the extra CA, as before.
+    this.guard = createSsrfGuard({ allowPrivateNetworks: options.allowPrivateNetworks });
+    this.timeoutMs = options.timeoutMs;
+    // The extra CA goes into one TLS context made here, not into options that every connection
+    // turns into a context of its own (the system's ~120 roots plus ours, parsed per handshake).
+    // Trusted: the system's roots and the extra CA.
     const secureContext = options.ca
       ? createSecureContext({ ca: [...rootCertificates, options.ca] })
       : undefined;
-    this.agent = new HttpsAgent({
-      keepAlive: true,
-      maxSockets: 256,
-      timeout: 60_000,
-      ...(secureContext && { secureContext }),
+    // One Pool per origin, made on its first delivery and dropped by the Agent once its last
+    // connection has closed, so a dispatcher that talks to many webhooks holds pools only for
+    // those with a connection open. Keep-alive: a busy endpoint gets its deliveries over a few warm
+    // connections instead of a TLS handshake each; idle ones are closed so a dead endpoint holds
+    // nothing. undici gives `connect` to tls.connect as it is, so `lookup` is the guard's: names
+    // are checked on the very addresses connected to (IP literals, which skip the lookup, by
+    // checkUrl in send). HTTP/1.1 only, as node:https spoke: no ALPN probe of each new origin.
+    this.agent = new Agent({
+      connections: CONNECTIONS_PER_ORIGIN,
+      pipelining: 1,
+      allowH2: false,
+      keepAliveTimeout: IDLE_MS,
+      keepAliveMaxTimeout: IDLE_MS,
+      // An attempt that cannot connect within its time is over; its socket must not outlive it.
+      connectTimeout: options.timeoutMs,
+      connect: { lookup: this.guard.lookup, ...(secureContext && { secureContext }) },
     });
-    this.guard = createSsrfGuard({ allowPrivateNetworks: options.allowPrivateNetworks });
-    this.timeoutMs = options.timeoutMs;
   }
 
   async send(request: DeliveryRequest): Promise<AttemptResult> {
@@ -139,49 +152,53 @@ export class Sender {
       ed25519: request.ed25519Keys ?? [],
     });
     const signature = signing['service-signature'];
-    let response: IncomingMessage | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    let post: ReturnType<typeof httpsRequest> | undefined;
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new AttemptTimeout(this.timeoutMs)), this.timeoutMs);
     try {
       // An IP literal is connected to without a lookup: checked here. A name is checked by the
       // guard's lookup, on the very addresses the connection then uses.
       this.guard.checkUrl(url);
-      const sending = httpsRequest(url, {
+      // The signal ends the attempt wherever it is: waiting for a connection, for the status line,
+      // or for the body (then the connection is closed, which readPrefix's grace also does).
+      const response = await this.agent.request({
+        origin: url.origin,
+        path: url.pathname + url.search,
         method: 'POST',
-        agent: this.agent,
-        lookup: this.guard.lookup,
         headers: {
           'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
+          'content-length': String(Buffer.byteLength(body)),
           'user-agent': USER_AGENT,
           'service-event-id': request.event.id,
           'service-event-type': request.event.type,
           ...signing,
         },
+        body,
+        signal: timeout.signal,
+        responseHeaders: 'raw',
       });
-      post = sending;
-      timer = setTimeout(() => sending.destroy(new AttemptTimeout(this.timeoutMs)), this.timeoutMs);
-      response = await new Promise<IncomingMessage>((resolve, reject) => {
-        sending.once('response', resolve);
-        // Kept after the answer: a timeout or reset while its body comes is an error here too.
-        sending.on('error', reject);
-        sending.end(body);
-      });
-      const { text, cut } = await readPrefix(response, BODY_LIMIT, BODY_GRACE_MS);
-      const status = response.statusCode ?? 0;
+      // `responseHeaders: 'raw'`: name, value, name, value… as they came, not the parsed object.
+      const rawHeaders = response.headers as unknown as string[];
+      const { text, cut } = await readPrefix(response.body, BODY_LIMIT, BODY_GRACE_MS);
+      const status = response.statusCode;
       const error =
         status >= 200 && status < 300 ? null : status >= 300 && status < 400 ? 'redirect' : 'http_status';
-      return finish({
+      const result = finish({
         statusCode: status,
         error,
         body: text,
         bodyCut: cut,
         ...(ASKS_TO_WAIT.has(status) && {
-          backPressure: { retryAfterMs: retryAfterMs(response.headers['retry-after'], Date.now()) },
+          backPressure: { retryAfterMs: retryAfterMs(firstHeader(rawHeaders, 'retry-after'), Date.now()) },
         }),
         signature,
-        responseHeaders: headerLines(response.rawHeaders, BODY_LIMIT),
+        responseHeaders: headerLines(rawHeaders, BODY_LIMIT),
       });
+      // undici gives a connection whose answer has ended back to its pool one event-loop turn
+      // later (client-h1.js: in case the receiver closes it after all). An attempt started before
+      // then, as the endpoint's next delivery taking this one's slot is, would open a connection of
+      // its own; returned after that turn, it finds this one free, as it did with https.Agent.
+      await nextTurn();
+      return result;
     } catch (error) {
       return finish({
         statusCode: null,
@@ -192,14 +209,18 @@ export class Sender {
       });
     } finally {
       clearTimeout(timer);
-      // An answer cut short closes its connection; a whole one has left it to the agent already.
-      post?.destroy();
     }
   }
 
   close(): void {
-    this.agent.destroy();
+    void this.agent.destroy();
   }
+}
+
+/** The first value of a header among raw `name, value` pairs (a repeated Retry-After: the first, as Node keeps). */
+function firstHeader(raw: readonly string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i]!.toLowerCase() === name) return raw[i + 1];
+  return undefined;
 }
 
 /** How long a Retry-After asks to wait from `now` (a date already past: 0); undefined: none that parses. */
@@ -222,7 +243,8 @@ class AttemptTimeout extends Error {
  * Reads at most `limit` bytes of the answer, for at most `graceMs`, and closes the stream: the
  * status has decided the outcome, the body is only logged, and an endpoint answering slowly or
  * endlessly must hold neither a concurrency slot nor our memory. The attempt's timeout still runs,
- * so the grace never outlasts it. A body cut off keeps what arrived.
+ * so the grace never outlasts it. A body cut off keeps what arrived; its connection is closed
+ * (undici aborts a request whose body is destroyed unread), a whole one goes back to the pool.
  */
 async function readPrefix(
   stream: AsyncIterable<Buffer> & { destroy(): void },
@@ -275,15 +297,33 @@ function headerLines(raw: readonly string[], limit: number): string {
   return storableText(Buffer.from(lines.join('\n')), limit);
 }
 
+/**
+ * undici's own codes for what Node's http names otherwise, given as Node's: the attempts log and
+ * the owners' words (attempt-words.ts) know Node's codes, and rows recorded before undici hold them.
+ */
+const NODE_CODE_OF: Record<string, string> = {
+  // The peer closed the connection before a complete answer ("other side closed"): Node's "socket hang up".
+  UND_ERR_SOCKET: 'ECONNRESET',
+  UND_ERR_HEADERS_OVERFLOW: 'HPE_HEADER_OVERFLOW',
+  UND_ERR_CONNECT_TIMEOUT: 'ETIMEDOUT',
+  UND_ERR_HEADERS_TIMEOUT: 'ETIMEDOUT',
+  UND_ERR_BODY_TIMEOUT: 'ETIMEDOUT',
+};
+
 const errorCodeOf = (error: unknown): string => {
-  const e = error as { code?: string; cause?: { code?: string } };
-  return e.code ?? e.cause?.code ?? '';
+  const e = error as { name?: string; message?: string; code?: string; cause?: { code?: string } };
+  const code = e.code ?? e.cause?.code ?? '';
+  // undici 8.13's parser errors lose llhttp's code (it looks the number up in the name → number
+  // table); its reason, as in "… HTTP/1.1 protocol (Invalid status code)", is kept instead.
+  if (!code && e.name === 'HTTPParserError')
+    return `HPE ${/\(([^)]*)\)$/.exec(e.message ?? '')?.[1] ?? ''}`.trim();
+  return NODE_CODE_OF[code] ?? code;
 };
 
 const TLS_CODES =
   /^(ERR_TLS_|ERR_SSL_|EPROTO$|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|HOSTNAME_MISMATCH|ERR_OSSL)/;
 
-/** Maps what Node and the SSRF guard throw to the error classes owners see. */
+/** Maps what Node, undici and the SSRF guard throw to the error classes owners see. */
 function attemptErrorOf(error: unknown): AttemptError {
   const e = error as { name?: string };
   const code = errorCodeOf(error);
@@ -295,7 +335,8 @@ function attemptErrorOf(error: unknown): AttemptError {
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NODATA') return 'dns';
   if (TLS_CODES.test(code)) return 'tls';
   if (code === 'ERR_INVALID_URL') return 'invalid_url';
-  // Node's parser could not read the answer (HPE_HEADER_OVERFLOW: headers over its 16 KiB).
-  if (code.startsWith('HPE_')) return 'invalid_answer';
+  // The parser could not read the answer (HPE_HEADER_OVERFLOW: headers over Node's 16 KiB, which
+  // undici takes as its limit too).
+  if (code.startsWith('HPE')) return 'invalid_answer';
   return 'network';
 }
