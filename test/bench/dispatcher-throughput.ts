@@ -1,9 +1,10 @@
 // Part 1 of `pnpm bench:dispatcher`: throughput. Ours (the dispatcher, one webhook, fed from the
 // events exchange) against bare signed POST loops with the same concurrency (dispatcher-bare.ts),
 // one process each, in windows back to back, the order turning every round. The floor is the bare
-// loop over node:https with the dispatcher's agent settings: the client the dispatcher sends with,
-// and nothing around it. undici's Pool and got run in the same rounds for reference: what another
-// client would cost, in deliveries a second and in CPU per delivery of the sending process.
+// loop over node:https with the agent settings the dispatcher sent with until it moved to undici
+// (the target is set against it), and nothing around it. undici's Pool, the client the dispatcher
+// now sends with, and got run in the same rounds: what each client costs, in deliveries a second
+// and in CPU per delivery of the sending process.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { cpuBetween, pidsMatching, sampleCpu, startChild, warnings, type Child } from './dispatcher-procs.ts';
@@ -31,7 +32,7 @@ const ROUNDS = 5;
 const WARMUP_SECONDS = 2;
 const WINDOW_SECONDS = 4;
 const TARGET_RATIO = 0.8;
-/** undici would replace https where its sending costs at most this share of https's CPU per delivery. */
+/** undici replaced https because its sending cost at most this share of https's CPU per delivery (issue 43). */
 const ADOPT_UNDICI_AT = 0.9;
 const BARE = fileURLToPath(new URL('./dispatcher-bare.ts', import.meta.url));
 
@@ -172,7 +173,7 @@ export async function throughputPart(bench: Bench): Promise<PartResult> {
       `≥ ${TARGET_RATIO} × https: ${fmt.ratio(ratio)} ${verdict(ratio >= TARGET_RATIO)}; CPU ${fmt.ratio(ratioTo('ours', senderUs))} × https's`,
     ],
     [
-      `https (the floor): bare signed node:https loop, the dispatcher's agent, ${CONCURRENCY} concurrent`,
+      `https (the floor): bare signed node:https loop, keep-alive agent, ${CONCURRENCY} concurrent`,
       figure('https'),
       'the floor',
     ],
