@@ -61,7 +61,12 @@ export function createApp(deps: ApiDependencies): Express {
   // The probes and the public contract, as their routes were added: another method on one of
   // these paths is a 405, GET being the only method on each.
   app.all([...addProbeRoutes(app, deps.db), ...addDocsRoutes(app)], methodNotAllowed);
-  if (deps.settingsPage) app.use('/settings', settingsPageRouter(deps.db, deps.logger, deps.settingsPage));
+  if (deps.settingsPage) {
+    // A key revoked or rescoped on the page is refused here at once; other replicas hear of it from
+    // Postgres' notification (credentials-cache.ts), a moment later.
+    const keysChanged = () => deps.credentials.clear();
+    app.use('/settings', settingsPageRouter(deps.db, deps.logger, { ...deps.settingsPage, keysChanged }));
+  }
 
   const api = Router();
   api.use(rememberMount, takeMalformedEscapesLiterally);

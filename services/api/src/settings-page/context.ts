@@ -15,6 +15,8 @@ export interface SettingsPageOptions extends SignInPolicy {
   eventRetentionMs: number;
   /** WEBHOOK_ALLOW_PRIVATE_NETWORKS (development only): the add form then says how to reach this machine. */
   allowPrivateNetworks?: boolean;
+  /** Called once a key's scopes changed or it was revoked: this replica forgets cached credentials. */
+  keysChanged?: () => void;
 }
 
 /** What the page's routes share, area by area: made once, when the router is. */

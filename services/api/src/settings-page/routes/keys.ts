@@ -38,6 +38,7 @@ export function addKeyRoutes(router: Router, ctx: PageContext): void {
       const id = String(req.params.id);
       const unwanted = SCOPES.filter((s) => !wanted.includes(s));
       await settings.changeKeyScopes(actor(res), id, { add: wanted, remove: unwanted });
+      ctx.options.keysChanged?.();
       res.redirect(303, '/settings?notice=scopes-saved');
     }, onOverview(ctx)),
   );
@@ -46,6 +47,7 @@ export function addKeyRoutes(router: Router, ctx: PageContext): void {
     '/keys/:id/revoke',
     act(async (req, res) => {
       await settings.revokeKey(actor(res), String(req.params.id));
+      ctx.options.keysChanged?.();
       res.redirect(303, '/settings?notice=key-revoked');
     }, onOverview(ctx)),
   );
