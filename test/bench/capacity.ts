@@ -9,8 +9,10 @@
 // misses. Target: 1,000 events a second, writer and receiver included.
 // Other engineers' runs share this 2-core machine: read the load average printed.
 import os from 'node:os';
+import { createPool } from '@trips/db';
+import { profileReport, snapshot, startProfile } from './capacity-profile.ts';
 import { cpuBetween, sampleCpu, warnings } from './dispatcher-procs.ts';
-import { fmt, percentile, runBench, table } from './lib.ts';
+import { fmt, onCleanup, percentile, runBench, table } from './lib.ts';
 import { machineBusySeconds, now, startSystem, within, writeTrips, type System } from './system.ts';
 
 const RATES = (process.env.BENCH_CAPACITY_RATES ?? '250,500,750,1000,1250').split(',').map(Number);
@@ -23,6 +25,10 @@ const TARGET_DRAIN_SECONDS = 10;
 const TARGET_RATE = 1_000;
 /** How long a step's drain is waited for, at most. */
 const DRAIN_LIMIT_SECONDS = 60;
+/** Prints Postgres's work per event in each step (capacity-profile.ts). */
+type Pool = ReturnType<typeof createPool>;
+const PROFILE = process.env.BENCH_CAPACITY_PROFILE === '1';
+let profileDb: Pool | undefined;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -39,6 +45,8 @@ interface Step {
   busyShare: number;
   /** Where the slowest 1 % spent their time, and when they were written. */
   tail: string;
+  /** Postgres's work per event, under PROFILE. */
+  profile?: string;
   api: { p99: number; failures: number };
   met: boolean;
 }
@@ -66,6 +74,7 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
       recorded.set(id, recordedAt);
     }
   };
+  const profileBefore = PROFILE ? await snapshot(profileDb!) : undefined;
   const measuredFrom = now();
   const cpuBefore = sampleCpu(system.cpuGroups);
   const busyBefore = machineBusySeconds();
@@ -81,6 +90,7 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
   const busy = machineBusySeconds() - busyBefore;
   const measuredTo = now();
   const written = writer.committed.size - writtenBefore;
+  const profile = profileBefore && profileReport(profileBefore, await snapshot(profileDb!), written);
   const api = await within(apiDone, 180_000, 'the API load did not finish its minutes');
   await writer.stop();
   const stoppedAt = now();
@@ -113,6 +123,7 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
     busyShare: busy / seconds / os.cpus().length,
     api,
     tail,
+    profile,
     met: p99 <= TARGET_P99_MS && drainSeconds <= TARGET_DRAIN_SECONDS,
   };
 }
@@ -171,6 +182,12 @@ async function main(): Promise<void> {
       `the API paced at ${API_RATE} req/s beside them`,
   );
   const system = await startSystem();
+  if (PROFILE) {
+    profileDb = createPool(system.t.url, { max: 1, applicationName: 'bench-profile' });
+    onCleanup(() => profileDb!.end());
+  }
+  if (PROFILE && !(await startProfile(profileDb!)))
+    throw new Error('BENCH_CAPACITY_PROFILE needs pg_stat_statements');
   const steps: Step[] = [];
   for (const [i, rate] of RATES.entries()) {
     const step = await runStep(system, rate, i);
@@ -184,6 +201,7 @@ async function main(): Promise<void> {
           .join(', ')}`,
     );
     console.log(`  the tail: ${step.tail}`);
+    if (step.profile) console.log(step.profile);
     if (!step.met) break;
   }
   report(steps, system, loadBefore);
