@@ -194,13 +194,14 @@ test('every dispatcher holds off: a pause one of them was asked for stops the ot
     const ids = await publishAll(agencyId, 20);
     await allDeliveredOnce(webhookId, ids);
     const [refused, ...after] = receiver.requests;
-    // The other one heard of the pause within milliseconds of the refusal...
+    // The other one heard of the pause soon after the refusal (through Postgres' notification: within
+    // milliseconds here, 210 ms with the cores busy)...
     const heard = other.targetsEvents.find(
       ({ event }) =>
         typeof event === 'object' && event.webhookId === webhookId && event.pausedForMs !== undefined,
     );
     expect(heard).toBeDefined();
-    expect(heard!.at - refused!.at).toBeLessThan(200);
+    expect(heard!.at - refused!.at).toBeLessThan(1_000);
     // ...and from then on sent nothing until the pause ended. An attempt already on its way when
     // it heard cannot be called back, and on a busy machine one begun just before (by either
     // dispatcher) can take a couple of hundred milliseconds to arrive; without the pause shared,
