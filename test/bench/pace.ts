@@ -26,7 +26,14 @@ import { createPool } from '@trips/db';
 import { createAgency } from '@trips/db/agencies';
 import { createWebhook } from '@trips/db/webhooks';
 import { readConfig } from '@trips/dispatcher';
-import { amqpUrl, createTestCa, createTestDatabase, randomAmqpPrefix, type TestCa } from '@trips/testkit';
+import {
+  amqpUrl,
+  createTestCa,
+  createTestDatabase,
+  mostInOneSecond,
+  randomAmqpPrefix,
+  type TestCa,
+} from '@trips/testkit';
 import { deleteAmqp, startChild, waitReady } from './dispatcher-procs.ts';
 import { fmt, freePort, onCleanup, runBench, table } from './lib.ts';
 
@@ -241,16 +248,6 @@ function settledSeconds(times: number[], importAt: number): number[] {
   for (let s = from; s + 1000 <= to; s += 1000)
     counts.push(times.filter((t) => t >= s && t < s + 1000).length);
   return counts;
-}
-
-function mostInOneSecond(times: number[]): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (j < sorted.length && sorted[j]! < sorted[i]! + 1000) j++;
-    most = Math.max(most, j - i);
-  }
-  return most;
 }
 
 async function main(): Promise<void> {

@@ -1,5 +1,6 @@
 export { adminQuery, adminUrl, createTestDatabase, ensureTemplate, type TestDatabase } from './database.ts';
 export { waitFor } from './wait.ts';
+export { mostInOneSecond } from './per-second.ts';
 export * from './amqp.ts';
 export { createTestCa, type TestCa } from './tls.ts';
 export { startReceiver, type TestReceiver, type ReceivedRequest, type Answer } from './receiver.ts';

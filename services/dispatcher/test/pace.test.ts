@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import {
   createTestCa,
+  mostInOneSecond,
   startReceiver,
   waitFor,
   type Answer,
@@ -71,17 +72,6 @@ async function allDeliveredOnce(webhookId: string, eventIds: string[], timeoutMs
     what: `${eventIds.length} deliveries to ${webhookId}`,
   });
   expect((await deliveredIds(webhookId)).sort()).toEqual([...eventIds].sort());
-}
-
-/** The most of these times (ms) that any window of one second holds. */
-function mostInOneSecond(times: number[]): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (j < sorted.length && sorted[j]! < sorted[i]! + 1_000) j++;
-    most = Math.max(most, j - i);
-  }
-  return most;
 }
 
 async function publishAll(agencyId: string, count: number): Promise<string[]> {
