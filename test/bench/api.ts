@@ -22,6 +22,7 @@ import {
   type LoadResult,
 } from './lib.ts';
 import { PacedThread } from './paced-thread.ts';
+import { startFlags } from './service-flags.ts';
 
 const TRIPS = 1_000;
 /** Same for every target; 20 keeps both servers busy without queueing deep in the kernel. */
@@ -149,6 +150,8 @@ async function setUp(): Promise<Bench> {
         ...env,
       },
       '/healthz',
+      // Ours' flags for the bare too: the same runtime under both.
+      startFlags('api'),
     );
     onCleanup(() => server.stop());
     const headers: Record<string, string> = auth ? { authorization: `Bearer ${key}` } : {};

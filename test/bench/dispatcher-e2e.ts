@@ -9,6 +9,7 @@ import { cpuBetween, pidsMatching, sampleCpu, startChild, waitReady, warnings } 
 import { verdict, type PartResult } from './dispatcher-report.ts';
 import { DEFAULTS_OVERRIDDEN, deliveriesCounted, type Bench } from './dispatcher-setup.ts';
 import { fmt, freePort, onCleanup, percentile } from './lib.ts';
+import { startFlags } from './service-flags.ts';
 
 const RATE = 500; // trips (so trip.created events) per second
 const WARMUP_SECONDS = 2;
@@ -86,10 +87,13 @@ async function awaitArrivals(bench: Bench, committed: Map<string, number>) {
 
 export async function endToEndPart(bench: Bench): Promise<PartResult> {
   const recorderHealth = await freePort();
-  const recorder = startChild('recorder', RECORDER, {
-    ...bench.serviceEnv,
-    RECORDER_HEALTH_PORT: String(recorderHealth),
-  });
+  const recorder = startChild(
+    'recorder',
+    RECORDER,
+    { ...bench.serviceEnv, RECORDER_HEALTH_PORT: String(recorderHealth) },
+    false,
+    startFlags('recorder'),
+  );
   onCleanup(() => recorder.stop());
   await waitReady(recorder, `http://127.0.0.1:${recorderHealth}/readyz`);
   const dispatcher = await bench.startDispatcher('dispatcher-e2e', DEFAULTS_OVERRIDDEN);

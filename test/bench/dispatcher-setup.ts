@@ -19,6 +19,7 @@ import {
 } from '@trips/testkit';
 import { deleteAmqp, startChild, waitReady, type Child } from './dispatcher-procs.ts';
 import { freePort, onCleanup } from './lib.ts';
+import { startFlags } from './service-flags.ts';
 
 const DISPATCHER = fileURLToPath(new URL('../../services/dispatcher/src/main.ts', import.meta.url));
 const RECEIVER = fileURLToPath(new URL('./dispatcher-receiver.ts', import.meta.url));
@@ -118,7 +119,10 @@ export async function setUp(): Promise<Bench> {
       WEBHOOK_CA_FILE: ca.caFile,
       ...env,
     };
-    const child = startChild(name, DISPATCHER, settings, nodeArgs.length > 0, nodeArgs);
+    const child = startChild(name, DISPATCHER, settings, nodeArgs.length > 0, [
+      ...startFlags('dispatcher'),
+      ...nodeArgs,
+    ]);
     onCleanup(() => child.stop());
     await waitReady(child, `http://127.0.0.1:${healthPort}/readyz`);
     return Object.assign(child, { healthPort });

@@ -63,6 +63,7 @@ import {
   type Child,
 } from './dispatcher-procs.ts';
 import { fmt, freePort, onCleanup, percentile, runBench, table } from './lib.ts';
+import { startFlags } from './service-flags.ts';
 
 const VARIANTS = ['fast', 'slow', 'dead', 'hanging+trickling', 'flood-100k'] as const;
 type VariantName = (typeof VARIANTS)[number];
@@ -385,20 +386,32 @@ async function setUpSystem(run: Run): Promise<System> {
   // The services: production defaults but for the private network and the test CA.
   const serviceEnv = { DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_PREFIX: prefix };
   const healthPort = await freePort();
-  const dispatcher = startChild(`fairness-${key}-dispatcher`, DISPATCHER, {
-    ...serviceEnv,
-    DISPATCHER_HEALTH_PORT: String(healthPort),
-    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-    WEBHOOK_CA_FILE: ca.caFile,
-  });
+  const dispatcher = startChild(
+    `fairness-${key}-dispatcher`,
+    DISPATCHER,
+    {
+      ...serviceEnv,
+      DISPATCHER_HEALTH_PORT: String(healthPort),
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_CA_FILE: ca.caFile,
+    },
+    false,
+    startFlags('dispatcher'),
+  );
   defer(() => dispatcher.stop());
   // The dispatcher first: its queue is bound to the events exchange before anything is published.
   await waitReady(dispatcher, `http://127.0.0.1:${healthPort}/readyz`);
   const recorderHealth = await freePort();
-  const recorder = startChild(`fairness-${key}-recorder`, RECORDER, {
-    ...serviceEnv,
-    RECORDER_HEALTH_PORT: String(recorderHealth),
-  });
+  const recorder = startChild(
+    `fairness-${key}-recorder`,
+    RECORDER,
+    {
+      ...serviceEnv,
+      RECORDER_HEALTH_PORT: String(recorderHealth),
+    },
+    false,
+    startFlags('recorder'),
+  );
   defer(() => recorder.stop());
   await waitReady(recorder, `http://127.0.0.1:${recorderHealth}/readyz`);
   const [agencyAId, agencyBId] = [agencyA.id, agencyB.id];

@@ -36,6 +36,7 @@ import {
 } from '@trips/testkit';
 import { deleteAmqp, startChild, waitReady } from './dispatcher-procs.ts';
 import { fmt, freePort, onCleanup, runBench, table } from './lib.ts';
+import { startFlags } from './service-flags.ts';
 
 const RATE = Number(process.env.BENCH_PACE_RATE ?? 100);
 const OWNER_LIMIT = 20;
@@ -125,19 +126,31 @@ async function measure(
 
   const serviceEnv = { DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_PREFIX: prefix };
   const healthPort = await freePort();
-  const dispatcher = startChild(`pace-${v.name}-dispatcher`, DISPATCHER, {
-    ...serviceEnv,
-    DISPATCHER_HEALTH_PORT: String(healthPort),
-    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-    WEBHOOK_CA_FILE: ca.caFile,
-  });
+  const dispatcher = startChild(
+    `pace-${v.name}-dispatcher`,
+    DISPATCHER,
+    {
+      ...serviceEnv,
+      DISPATCHER_HEALTH_PORT: String(healthPort),
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_CA_FILE: ca.caFile,
+    },
+    false,
+    startFlags('dispatcher'),
+  );
   defer(() => dispatcher.stop());
   await waitReady(dispatcher, `http://127.0.0.1:${healthPort}/readyz`);
   const recorderHealth = await freePort();
-  const recorder = startChild(`pace-${v.name}-recorder`, RECORDER, {
-    ...serviceEnv,
-    RECORDER_HEALTH_PORT: String(recorderHealth),
-  });
+  const recorder = startChild(
+    `pace-${v.name}-recorder`,
+    RECORDER,
+    {
+      ...serviceEnv,
+      RECORDER_HEALTH_PORT: String(recorderHealth),
+    },
+    false,
+    startFlags('recorder'),
+  );
   defer(() => recorder.stop());
   await waitReady(recorder, `http://127.0.0.1:${recorderHealth}/readyz`);
 

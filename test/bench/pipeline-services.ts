@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { startChild, waitReady, type Child } from './dispatcher-procs.ts';
 import { freePort } from './lib.ts';
+import { startFlags } from './service-flags.ts';
 
 export interface ServiceSettings {
   /** The checkout whose services/*\/src/main.ts run. */
@@ -35,7 +36,7 @@ export async function startServices(s: ServiceSettings): Promise<{ recorder: Chi
     join(s.tree, 'services/recorder/src/main.ts'),
     { ...common, RECORDER_HEALTH_PORT: String(recorderHealth) },
     false,
-    s.nodeArgs('recorder'),
+    [...startFlags('recorder', s.tree), ...s.nodeArgs('recorder')],
   );
   const dispatcher = startChild(
     `${s.name}-dispatcher`,
@@ -47,7 +48,7 @@ export async function startServices(s: ServiceSettings): Promise<{ recorder: Chi
       WEBHOOK_CA_FILE: s.caFile,
     },
     false,
-    s.nodeArgs('dispatcher'),
+    [...startFlags('dispatcher', s.tree), ...s.nodeArgs('dispatcher')],
   );
   try {
     await waitReady(recorder, `http://127.0.0.1:${recorderHealth}/readyz`);

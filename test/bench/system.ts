@@ -28,6 +28,7 @@ import {
   waitReady,
   type Child,
 } from './dispatcher-procs.ts';
+import { startFlags, type Service } from './service-flags.ts';
 import { readMemory, type MemoryReading } from './soak-memory.ts';
 import { freePort, median, onCleanup, saturate, startChild as startServer, type ChildServer } from './lib.ts';
 
@@ -36,16 +37,6 @@ const RECORDER = fileURLToPath(new URL('../../services/recorder/src/main.ts', im
 const DISPATCHER = fileURLToPath(new URL('../../services/dispatcher/src/main.ts', import.meta.url));
 const RECEIVER = fileURLToPath(new URL('./dispatcher-receiver.ts', import.meta.url));
 const API_LOAD = fileURLToPath(new URL('./soak-api-load.ts', import.meta.url));
-
-/**
- * A service's node flags as production starts it: its package's start script (which the image's
- * CMD repeats, test/deploy checks), less `node` and the script. V8 sizes its heap from them.
- */
-function startFlags(service: Service): string[] {
-  const pkg = new URL(`../../services/${service}/package.json`, import.meta.url);
-  const start = (JSON.parse(readFileSync(pkg, 'utf8')) as { scripts: { start: string } }).scripts.start;
-  return start.trim().split(/\s+/).slice(1, -1);
-}
 
 /** Trips the API reads, in turn. */
 const READ_TRIPS = 1_000;
@@ -58,7 +49,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Epoch ms, sub-millisecond: the receiver stamps arrivals on the same clock. */
 export const now = () => performance.timeOrigin + performance.now();
 
-export type Service = 'api' | 'recorder' | 'dispatcher';
+export type { Service };
 
 export interface System {
   t: TestDatabase;
