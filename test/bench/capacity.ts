@@ -52,7 +52,7 @@ interface Step {
 }
 
 async function runStep(system: System, rate: number, step: number): Promise<Step> {
-  const writer = writeTrips(system.writerDb, system.agencyId, rate, `trp_c${step}_`);
+  const writer = writeTrips(system.writer, system.agencyId, rate, `trp_c${step}_`);
   await sleep(WARMUP_SECONDS * 1000);
   // The API load beside the measured window: paced minutes of soak-api-load.ts.
   const apiDone = system.load.next<{ p99: number; failures: number }>((m) => m.done === true);

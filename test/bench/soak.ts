@@ -202,7 +202,7 @@ async function main(): Promise<void> {
   }
   const system = await startSystem(serviceEnv);
   const alone = await apiMaximum(system, MAX_ROUNDS, MAX_ROUND_SECONDS);
-  const writer = writeTrips(system.writerDb, system.agencyId, EVENTS_PER_SECOND, 'trp_soak');
+  const writer = writeTrips(system.writer, system.agencyId, EVENTS_PER_SECOND, 'trp_soak');
   await sleep(EVENTS_WARMUP_SECONDS * 1000);
   const beside = await apiMaximum(system, MAX_ROUNDS, MAX_ROUND_SECONDS);
   console.log(
