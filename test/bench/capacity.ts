@@ -10,6 +10,7 @@
 // Other engineers' runs share this 2-core machine: read the load average printed.
 import os from 'node:os';
 import { createPool } from '@trips/db';
+import { readSeries, sampleSum, seriesDelta } from './service-metrics.ts';
 import { profileReport, snapshot, startProfile } from './capacity-profile.ts';
 import { cpuBetween, sampleCpu, warnings } from './dispatcher-procs.ts';
 import { fmt, onCleanup, percentile, runBench, table } from './lib.ts';
@@ -45,6 +46,8 @@ interface Step {
   busyShare: number;
   /** Where the slowest 1 % spent their time, and when they were written. */
   tail: string;
+  /** Where events waited, by the recorder's and the dispatcher's metrics. */
+  waits: string;
   /** Postgres's work per event, under PROFILE. */
   profile?: string;
   api: { p99: number; failures: number };
@@ -75,6 +78,7 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
     }
   };
   const profileBefore = PROFILE ? await snapshot(profileDb!) : undefined;
+  const waitsBefore = await readWaits(system);
   const measuredFrom = now();
   const cpuBefore = sampleCpu(system.cpuGroups);
   const busyBefore = machineBusySeconds();
@@ -89,6 +93,7 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
   const cpu = cpuBetween(cpuBefore, sampleCpu(system.cpuGroups));
   const busy = machineBusySeconds() - busyBefore;
   const measuredTo = now();
+  const waits = waitsReport(seriesOfWaits(waitsBefore, await readWaits(system)));
   const written = writer.committed.size - writtenBefore;
   const profile = profileBefore && profileReport(profileBefore, await snapshot(profileDb!), written);
   const api = await within(apiDone, 180_000, 'the API load did not finish its minutes');
@@ -123,6 +128,7 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
     busyShare: busy / seconds / os.cpus().length,
     api,
     tail,
+    waits,
     profile,
     met: p99 <= TARGET_P99_MS && drainSeconds <= TARGET_DRAIN_SECONDS,
   };
@@ -175,6 +181,42 @@ async function slowestTail(
   );
 }
 
+const RECORDER_WAITS = ['trips_event_record_to_publish_seconds'] as const;
+const DISPATCHER_WAITS = ['trips_deliveries_total', 'trips_event_record_to_delivery_seconds'] as const;
+
+async function readWaits(system: System) {
+  return {
+    recorder: await readSeries(system.metricsPorts.recorder, RECORDER_WAITS),
+    dispatcher: await readSeries(system.metricsPorts.dispatcher, DISPATCHER_WAITS),
+  };
+}
+
+function seriesOfWaits(before: Awaited<ReturnType<typeof readWaits>>, after: typeof before) {
+  return {
+    recorder: seriesDelta(before.recorder, after.recorder),
+    dispatcher: seriesDelta(before.dispatcher, after.dispatcher),
+  };
+}
+
+/**
+ * How many events took over 250 ms from their recording to RabbitMQ's confirm (the recorder) and
+ * to their first 2xx (the dispatcher), and the dispatcher's outcomes: `held` means a delivery
+ * waited in its webhook's lane (Postgres) because the endpoint had no room when it came.
+ */
+function waitsReport({ recorder, dispatcher }: ReturnType<typeof seriesOfWaits>): string {
+  const over = (series: typeof recorder, name: string, ...labels: string[]) =>
+    sampleSum(series, `${name}_count`, ...labels) -
+    sampleSum(series, `${name}_bucket`, 'le="0.25"', ...labels);
+  const outcomes = [...dispatcher]
+    .filter(([key, n]) => key.startsWith('trips_deliveries_total') && n > 0)
+    .map(([key, n]) => `${/outcome="([^"]+)"/.exec(key)?.[1]} ${n}`);
+  return (
+    `recorded → published over 250 ms: ${over(recorder, 'trips_event_record_to_publish_seconds')}; ` +
+    `recorded → first 2xx over 250 ms: ${over(dispatcher, 'trips_event_record_to_delivery_seconds', 'attempt="first"')}; ` +
+    `dispatcher outcomes: ${outcomes.join(', ') || 'none'}`
+  );
+}
+
 async function main(): Promise<void> {
   const loadBefore = os.loadavg();
   console.log(
@@ -201,6 +243,7 @@ async function main(): Promise<void> {
           .join(', ')}`,
     );
     console.log(`  the tail: ${step.tail}`);
+    console.log(`  the services' metrics: ${step.waits}`);
     if (step.profile) console.log(step.profile);
     if (!step.met) break;
   }
