@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # A PostgreSQL primary and a streaming replica on this machine, beside (never instead of) the
 # machine's own cluster, with a TCP proxy in front that follows the primary: the stand-in for
-# CloudNativePG's `-rw` Service, for the Postgres failover test and for trying the services by hand.
+# CloudNativePG's `-rw` Service, for the Postgres failover test and for trying the services by hand;
+# with --single, one server alone and no proxy, which a test stops and starts instead of the machine's.
 #
-#   bash scripts/postgres-replica.sh up [--async] [--dir DIR]   start both and the proxy, print DATABASE_URL
+#   bash scripts/postgres-replica.sh up [--async|--single] [--dir DIR]   start, print DATABASE_URL
 #   bash scripts/postgres-replica.sh down         [--dir DIR]   stop everything, remove DIR
+#   bash scripts/postgres-replica.sh stop N       [--dir DIR]   stop node N (1, 2; fast: sessions cut off)
+#   bash scripts/postgres-replica.sh start N      [--dir DIR]   start node N again, answer once it accepts
 #   bash scripts/postgres-replica.sh kill-primary [--dir DIR]   kill -9 the primary's postmaster: a crash
 #   bash scripts/postgres-replica.sh promote      [--dir DIR]   promote the replica (the old primary is down)
 #   bash scripts/postgres-replica.sh rejoin       [--dir DIR]   the old primary rewound, back as the replica
@@ -25,17 +28,23 @@
 # As root the nodes run as the postgres user (Postgres refuses root), and DIR is given to it.
 set -Eeuo pipefail
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 command=${1:-}
 [ -n "$command" ] || usage
 shift
+node_arg=
+case "$command" in
+  stop | start) node_arg=${1:-}; [[ "$node_arg" =~ ^[12]$ ]] || usage; shift ;;
+esac
 dir=${POSTGRES_REPLICA_DIR:-${TMPDIR:-/tmp}/trips-postgres-replica}
 async=
+single=
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
     --async) async=1; shift ;;
+    --single) single=1; shift ;;
     *) usage ;;
   esac
 done
@@ -197,6 +206,12 @@ start_proxy() {
 database_url() { echo "postgres://postgres@127.0.0.1:$(cat "$dir/proxy_port")/postgres"; }
 
 write_env() {
+  if [ -n "$single" ]; then
+    echo "DATABASE_URL=postgres://postgres@127.0.0.1:$(port_of 1)/postgres" >"$dir/replica.env"
+    echo "POSTGRES_NODE_URLS=postgres://postgres@127.0.0.1:$(port_of 1)/postgres" >>"$dir/replica.env"
+    echo "POSTGRES_REPLICA_DIR=$dir" >>"$dir/replica.env"
+    return
+  fi
   {
     echo "DATABASE_URL=$(database_url)"
     echo "POSTGRES_NODE_URLS=postgres://postgres@127.0.0.1:$(port_of 1)/postgres,postgres://postgres@127.0.0.1:$(port_of 2)/postgres"
@@ -222,7 +237,10 @@ up() {
     exit 1
   fi
   [ -x "$bin/pg_ctl" ] || { echo "no PostgreSQL binaries in $bin (set PG_BIN)" >&2; exit 1; }
-  command -v "$haproxy" >/dev/null || { echo "no haproxy (bash scripts/haproxy.sh installs it)" >&2; exit 1; }
+  [ -n "$single" ] || command -v "$haproxy" >/dev/null || {
+    echo "no haproxy (bash scripts/haproxy.sh installs it)" >&2
+    exit 1
+  }
   mkdir -p "$dir/node1" "$dir/node2"
   [ -n "$async" ] && echo 1 >"$dir/async"
   for n in 1 2; do free_port >"$dir/node$n/port"; done
@@ -237,6 +255,14 @@ up() {
   # The nodes read the configuration written here, never a copy in their data directory.
   for n in 1 2; do configure "$n"; done
   echo "include '$dir/node1/postgresql.conf'" >"$(data_of 1)/postgresql.conf"
+  if [ -n "$single" ]; then
+    wait_for_replica 1 no
+    start_node 1
+    write_env
+    trap - ERR
+    cat "$dir/replica.env"
+    return
+  fi
   wait_for_replica 1 yes
   start_node 1
   pg pg_basebackup -h 127.0.0.1 -p "$(port_of 1)" -U postgres -D "$(data_of 2)" -X stream -c fast
@@ -393,5 +419,7 @@ case "$command" in
   promote) require_set; promote ;;
   rejoin) require_set; rejoin ;;
   switchover) require_set; switchover ;;
+  stop) require_set; stop_node "$node_arg" fast ;;
+  start) require_set; alive "$node_arg" || start_node "$node_arg" ;;
   *) usage ;;
 esac

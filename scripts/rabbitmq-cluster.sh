@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # A three-node RabbitMQ cluster on this machine, beside (never instead of) the machine's own broker,
-# for the failover test and for trying the services against a cluster by hand.
+# for the failover test and for trying the services against a cluster by hand; with --nodes 1, the
+# one node of its own that a test stops and starts (stop_app, start_app) instead of the machine's.
 #
-#   bash scripts/rabbitmq-cluster.sh up      [--dir DIR] [--name NAME]   start, cluster, print AMQP_URL
-#   bash scripts/rabbitmq-cluster.sh down    [--dir DIR]                  stop every node, remove DIR
-#   bash scripts/rabbitmq-cluster.sh kill N  [--dir DIR]                  kill -9 node N (1-3): a crash
-#   bash scripts/rabbitmq-cluster.sh start N [--dir DIR]                  start node N again (same data)
-#   bash scripts/rabbitmq-cluster.sh stop N  [--dir DIR]                  stop node N gracefully
-#   bash scripts/rabbitmq-cluster.sh ctl N ARGS… [--dir DIR]              rabbitmqctl against node N
-#   bash scripts/rabbitmq-cluster.sh env     [--dir DIR]                  print the cluster's settings
+#   bash scripts/rabbitmq-cluster.sh up          [--dir DIR] [--name NAME] [--nodes N]  start, cluster, print AMQP_URL
+#   bash scripts/rabbitmq-cluster.sh down        [--dir DIR]                            stop every node, remove DIR
+#   bash scripts/rabbitmq-cluster.sh kill N      [--dir DIR]                            kill -9 node N (1-3): a crash
+#   bash scripts/rabbitmq-cluster.sh start N     [--dir DIR]                            start node N again (same data)
+#   bash scripts/rabbitmq-cluster.sh stop N      [--dir DIR]                            stop node N gracefully
+#   bash scripts/rabbitmq-cluster.sh ctl N ARGS… [--dir DIR]                            rabbitmqctl against node N
+#   bash scripts/rabbitmq-cluster.sh env         [--dir DIR]                            print the cluster's settings
 #
 # DIR (default $TMPDIR/trips-rabbitmq-cluster, or RABBITMQ_CLUSTER_DIR) holds everything: each node's
 # data, logs and config, a HOME with the cluster's own Erlang cookie, and cluster.env. NAME (default
 # rabbit-c, or RABBITMQ_CLUSTER_NAME) makes the node names NAME1@localhost … NAME3@localhost; two
-# clusters at once need two DIRs and two NAMEs. AMQP and distribution ports are free ones, taken at
-# `up` and kept for the nodes' restarts.
+# clusters at once need two DIRs and two NAMEs. N (1 to 3, default 3) is how many nodes. AMQP and
+# distribution ports are free ones, taken at `up` and kept for the nodes' restarts.
 #
 # What keeps the machine's own node (rabbit@localhost on 5672) out of reach: the nodes read their own
 # rabbitmq-env.conf and rabbitmq.conf (not /etc/rabbitmq's), their own data directories, their own
@@ -22,7 +23,7 @@
 # names its node with -n.
 set -Eeuo pipefail
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 command=${1:-}
 [ -n "$command" ] || usage
@@ -33,17 +34,22 @@ case "$command" in
 esac
 dir=${RABBITMQ_CLUSTER_DIR:-${TMPDIR:-/tmp}/trips-rabbitmq-cluster}
 name=${RABBITMQ_CLUSTER_NAME:-rabbit-c}
+nodes=3
 ctl_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
     --name) name=$2; shift 2 ;;
+    --nodes) nodes=$2; shift 2 ;;
     *) [ "$command" = ctl ] || usage; ctl_args+=("$1"); shift ;;
   esac
 done
 [[ "$name" =~ ^[A-Za-z][A-Za-z0-9_-]*$ ]] || { echo "bad --name '$name': letters, digits, - and _" >&2; exit 2; }
-# After `up`, the cluster's name is the one it was set up with.
+[[ "$nodes" =~ ^[123]$ ]] || { echo "bad --nodes '$nodes': 1, 2 or 3" >&2; exit 2; }
+# After `up`, the cluster's name and size are the ones it was set up with.
 [ "$command" = up ] || [ ! -f "$dir/name" ] || name=$(cat "$dir/name")
+[ "$command" = up ] || [ ! -f "$dir/nodes" ] || nodes=$(cat "$dir/nodes")
+[ -z "$node_arg" ] || [ "$node_arg" -le "$nodes" ] || { echo "no node $node_arg: the cluster has $nodes" >&2; exit 2; }
 
 # The installed RabbitMQ's own scripts. Debian's /usr/sbin wrappers switch to the rabbitmq user and
 # its cookie, which would reach the machine's node; the scripts underneath take our environment.
@@ -117,14 +123,14 @@ await_node() {
 
 amqp_urls() {
   local urls=() n
-  for n in 1 2 3; do urls+=("amqp://guest:guest@127.0.0.1:$(cat "$dir/node$n/amqp_port")"); done
+  for n in $(seq 1 "$nodes"); do urls+=("amqp://guest:guest@127.0.0.1:$(cat "$dir/node$n/amqp_port")"); done
   (IFS=,; echo "${urls[*]}")
 }
 
 write_env() {
   {
     echo "AMQP_URL=$(amqp_urls)"
-    echo "RABBITMQ_CLUSTER_NODES=$(node_name 1),$(node_name 2),$(node_name 3)"
+    echo "RABBITMQ_CLUSTER_NODES=$(for n in $(seq 1 "$nodes"); do node_name "$n"; done | paste -sd,)"
     echo "RABBITMQ_CLUSTER_DIR=$dir"
   } >"$dir/cluster.env"
 }
@@ -136,12 +142,13 @@ up() {
   fi
   mkdir -p "$dir/home"
   echo "$name" >"$dir/name"
+  echo "$nodes" >"$dir/nodes"
   # The cluster's own cookie: nodes of one cluster must share one, and only they know it.
   head -c 30 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 20 >"$dir/home/.erlang.cookie"
   chmod 400 "$dir/home/.erlang.cookie"
   : >"$dir/rabbitmq-env.conf"
   echo '[].' >"$dir/enabled_plugins"
-  for n in 1 2 3; do
+  for n in $(seq 1 "$nodes"); do
     local base="$dir/node$n"
     mkdir -p "$base/data" "$base/log"
     free_port >"$base/amqp_port"
@@ -180,9 +187,9 @@ CONF
   # its own, as none would find another up yet.
   start_node 1
   await_node 1
-  for n in 2 3; do start_node "$n"; done
-  for n in 2 3; do await_node "$n"; done
-  ctl 1 await_online_nodes 3 --timeout 60 >/dev/null
+  for n in $(seq 2 "$nodes"); do start_node "$n"; done
+  for n in $(seq 2 "$nodes"); do await_node "$n"; done
+  ctl 1 await_online_nodes "$nodes" --timeout 60 >/dev/null
   trap - ERR
   cat "$dir/cluster.env"
 }
@@ -211,7 +218,7 @@ down() {
 }
 
 stop_all() {
-  for n in 1 2 3; do stop_node "$n" & done
+  for n in $(seq 1 "$nodes"); do stop_node "$n" & done
   wait
 }
 
