@@ -7,8 +7,9 @@ paths=()
 for arg in "$@"; do [[ "$arg" == -* ]] || paths+=("$arg"); done
 if [ ${#paths[@]} -gt 0 ]; then exec pnpm test "$@"; fi
 
-# Files named *.serial.test.ts restart a shared service (RabbitMQ, Postgres), which would disturb
-# files running beside them, so they run after the rest, one at a time.
+# Files named *.serial.test.ts start RabbitMQ nodes or Postgres servers of their own (to restart
+# them; never the machine's) or many processes: their load would disturb the timing of files
+# running beside them, so they run after the rest, one at a time.
 results=$(mktemp -d)
 status=0
 pnpm test "$@" --testPathIgnorePatterns='\.serial\.test\.ts$' --json --outputFile="$results/parallel.json" || status=$?

@@ -35,7 +35,7 @@ amqp_up() { (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; }
 if ! has rabbitmq-server; then
   missing+=(RabbitMQ)
 elif ! amqp_up; then
-  # A test that stops the broker's app must start it again; if one did not, do it here.
+  # A node whose application was stopped by hand (rabbitmqctl stop_app; no test stops this one).
   rabbitmqctl start_app >/dev/null 2>&1 || true
   if ! amqp_up; then
     log "starting RabbitMQ"

@@ -1,19 +1,14 @@
-// The system under test as separate processes, two replicas of each service, and the faults the
-// system test injects: kill -9 of a replica, a RabbitMQ restart, a Postgres restart. Processes are
-// started with the benchmark's startChild (output to a file, never a pipe the busy test might
-// drain late). Everything that stops a shared service answers a function that brings it back;
-// callers keep it for their afterAll, so a failing test never leaves a service down.
-import { execFile } from 'node:child_process';
+// The system under test as separate processes, two replicas of each service, and the fault the
+// system tests inject on them: kill -9 of a replica. Processes are started with the benchmark's
+// startChild (output to a file, never a pipe the busy test might drain late). A test that restarts
+// RabbitMQ or Postgres restarts a node or server of its own (@trips/testkit's LocalRabbitCluster,
+// postgres-replica.ts), never the machine's: other runs share those.
 import { once } from 'node:events';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { adminQuery, stopBroker, stopContainer } from '@trips/testkit';
 import { startChild, waitReady, type Child } from '../bench/dispatcher-procs.ts';
-
-const run = promisify(execFile);
 
 export type ServiceName = 'api' | 'recorder' | 'dispatcher';
 
@@ -146,67 +141,4 @@ function crashCause(log: string): string {
 /** Starts every replica, in the order given (the dispatchers declare the queues, so they go first). */
 export async function startAll(replicas: Replica[]): Promise<void> {
   for (const replica of replicas) await replica.start();
-}
-
-// ---- Faults on the shared services ----
-
-/** RabbitMQ's application stopped (rabbitmqctl stop_app); answers the function that starts it again. */
-export const stopRabbitMq = stopBroker;
-
-const postgresVersion = () => readdirSync('/etc/postgresql')[0]!;
-
-/**
- * Runs a command with nothing open but stdin, stdout and stderr. A daemon it starts (the
- * postmaster) must not keep a descriptor of ours: under `flock /tmp/trips-heavy.lock` it would hold
- * the heavy-runs lock for as long as Postgres runs, and every other run would wait for it forever.
- */
-async function runAlone(command: string, args: string[]): Promise<void> {
-  const closeAll = 'for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done; exec "$@"';
-  try {
-    await run('bash', ['-c', closeAll, 'bash', command, ...args], { timeout: 60_000 });
-  } catch (error) {
-    const { stderr, stdout } = error as { stderr?: string; stdout?: string };
-    throw new Error(`${command} ${args.join(' ')} failed: ${stderr || stdout || (error as Error).message}`, {
-      cause: error,
-    });
-  }
-}
-
-async function pgReady(): Promise<boolean> {
-  return adminQuery('SELECT 1').then(
-    () => true,
-    () => false,
-  );
-}
-
-/**
- * Stops PostgreSQL (fast mode: sessions are cut off, as in a crash of the server or a failover) and
- * answers the function that starts it and waits until it accepts connections. The machine's
- * needs pg_ctlcluster (Debian's postgresql-common) and root; the run's container, its runtime.
- */
-export async function stopPostgres(): Promise<() => Promise<void>> {
-  const start = await stopPostgresServer();
-  let started = false;
-  return async () => {
-    if (started) return;
-    started = true;
-    await start();
-    const deadline = Date.now() + 60_000;
-    while (!(await pgReady())) {
-      if (Date.now() > deadline) throw new Error('PostgreSQL did not accept connections within 60 s');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  };
-}
-
-async function stopPostgresServer(): Promise<() => Promise<void>> {
-  const container = process.env.TEST_POSTGRES_CONTAINER;
-  if (container) return stopContainer(container);
-  const cluster = ['--skip-systemctl-redirect', postgresVersion(), 'main'];
-  await runAlone('pg_ctlcluster', [...cluster, 'stop', '-m', 'fast']);
-  // Another run on the machine may have started it meanwhile: its test.sh makes sure Postgres is up.
-  return () =>
-    runAlone('pg_ctlcluster', [...cluster, 'start']).catch((error: Error) => {
-      if (!/already running/.test(error.message)) throw error;
-    });
 }

@@ -5,9 +5,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brokerAddress, connectToFirst, topology } from '@trips/broker';
-import type { TestDatabase, TestReceiver } from '@trips/testkit';
+import type { LocalRabbitCluster, QueueState, TestDatabase, TestReceiver } from '@trips/testkit';
 import type { Replica } from './cluster.ts';
-import type { LocalRabbitCluster, QueueState } from './rabbitmq-cluster.ts';
 
 export interface FailoverWorld {
   t: TestDatabase;

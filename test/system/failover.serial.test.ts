@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { connectToFirst, declareTopology, queueNames, topology } from '@trips/broker';
 import { EVENT_TYPE_NAMES } from '@trips/contracts';
 import { createWebhook } from '@trips/db/webhooks';
@@ -6,10 +5,13 @@ import {
   createActivity,
   createTestCa,
   createTestDatabase,
+  LocalRabbitCluster,
+  rabbitmqInstalled,
   randomAmqpPrefix,
   startReceiver,
   waitFor,
   type Activity,
+  type QueueState,
   type TestCa,
   type TestDatabase,
   type TestReceiver,
@@ -29,7 +31,6 @@ import {
   seen,
   type FailoverWorld,
 } from './failover-support.ts';
-import { LocalRabbitCluster, type QueueState } from './rabbitmq-cluster.ts';
 
 // Issue 27: the recorder and two dispatchers on a three-node RabbitMQ cluster of the test's own
 // (scripts/rabbitmq-cluster.sh), agencies writing a steady stream, while the node leading the events
@@ -50,13 +51,6 @@ const CALM_MS = 8_000;
 const RETRY_DELAYS = '1s,2s';
 const CYCLES = Math.max(1, Number(process.env.FAILOVER_CYCLES ?? '1') || 1);
 
-/**
- * The cluster's nodes are the machine's own RabbitMQ installation, as on Debian and in CI. A laptop
- * whose tests run their services in containers may have none: then this test is skipped, saying so.
- */
-const rabbitmqInstalled =
-  spawnSync('bash', ['-c', 'command -v rabbitmq-server || test -x /usr/lib/rabbitmq/bin/rabbitmq-server'])
-    .status === 0;
 if (!rabbitmqInstalled)
   console.warn('failover test skipped: no RabbitMQ installed on this machine to cluster');
 

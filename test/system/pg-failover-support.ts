@@ -3,10 +3,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Activity, TestReceiver } from '@trips/testkit';
+import type { Activity, LocalPostgresReplica, TestReceiver } from '@trips/testkit';
 import type { Replica } from './cluster.ts';
 import type { RecordedEvent } from './invariants.ts';
-import type { LocalPostgresReplica } from './postgres-replica.ts';
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export const seconds = (ms: number) => (Number.isFinite(ms) ? `${(ms / 1000).toFixed(1)} s` : 'never');

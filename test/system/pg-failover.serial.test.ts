@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { queueNames, topology } from '@trips/broker';
 import { EVENT_TYPE_NAMES } from '@trips/contracts';
 import { createDb, migrateToLatest } from '@trips/db';
@@ -11,6 +10,8 @@ import {
   createActivity,
   createTestCa,
   deleteAmqpObjects,
+  LocalPostgresReplica,
+  postgresInstalled,
   randomAmqpPrefix,
   startReceiver,
   waitFor,
@@ -40,7 +41,6 @@ import {
   type Answer,
   type Reader,
 } from './pg-failover-support.ts';
-import { LocalPostgresReplica } from './postgres-replica.ts';
 
 // Issue 44: the recorder, two dispatchers and the API on a Postgres primary with a synchronous
 // streaming replica of the test's own (scripts/postgres-replica.sh), reached through a proxy that
@@ -65,19 +65,13 @@ const QUIET_MS = 1_000;
 const MAX_MS = 2_000;
 const ASYNC = process.env.POSTGRES_REPLICATION === 'async';
 
-/**
- * The servers are the machine's own PostgreSQL 15 binaries, and the proxy haproxy, as on Debian and
- * in CI (scripts/haproxy.sh installs it there). Elsewhere this test is skipped, saying so.
- */
-const pgBinaries =
-  existsSync(`${process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin'}/pg_ctl`) ||
-  spawnSync('bash', ['-c', 'command -v pg_config']).status === 0;
+/** The proxy is haproxy, as in CI (scripts/haproxy.sh installs it there). Elsewhere this test is skipped, saying so. */
 const haproxy =
   process.env.SKIP_HAPROXY_TESTS !== '1' && spawnSync('bash', ['-c', 'command -v haproxy']).status === 0;
-const runnable = pgBinaries && haproxy;
+const runnable = postgresInstalled && haproxy;
 if (!runnable)
   console.warn(
-    `Postgres failover test skipped: no ${pgBinaries ? 'haproxy (scripts/haproxy.sh)' : 'PostgreSQL 15 binaries'} on this machine`,
+    `Postgres failover test skipped: no ${postgresInstalled ? 'haproxy (scripts/haproxy.sh)' : 'PostgreSQL 15 binaries'} on this machine`,
   );
 
 let ca: TestCa;

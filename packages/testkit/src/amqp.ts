@@ -1,12 +1,12 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
 import amqplib, { type ConfirmChannel } from 'amqplib';
 import type { ServiceProcess } from './process.ts';
-import { execInContainer } from './services/in-container.ts';
 import { waitFor } from './wait.ts';
 
-/** Tests read the broker from AMQP_URL (the machine's own RabbitMQ, or CI's). */
+/**
+ * Tests read the broker from AMQP_URL (the machine's own RabbitMQ, or CI's); one that stops its
+ * broker has a node of its own (rabbitmq-cluster.ts) and passes that node's URL to the functions below.
+ */
 export const amqpUrl = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
 /** A random prefix for exchange and queue names, so test files running at once never collide. */
@@ -32,22 +32,18 @@ export interface TestQueue {
 }
 
 /**
- * A durable queue bound to `exchange` (asserted as a durable topic exchange), or to each of several,
- * that collects what arrives. Durable so it survives a broker stop_app/start_app; it reconnects and
- * resumes consuming when its connection drops. `close()` deletes it; call it in afterAll.
+ * A durable queue bound to each of `exchanges` (asserted as durable topic exchanges) that collects
+ * what arrives. Durable so it survives a broker stop_app/start_app; it reconnects and resumes
+ * consuming when its connection drops. `close()` deletes it; call it in afterAll.
  */
-export async function collectMessages(
-  exchange: string | readonly string[],
-  pattern = '#',
-): Promise<TestQueue> {
-  const exchanges = typeof exchange === 'string' ? [exchange] : exchange;
+async function collectMessages(exchanges: readonly string[], url: string): Promise<TestQueue> {
   const name = `${exchanges[0]}.collect.${randomBytes(3).toString('hex')}`;
   const messages: ReceivedMessage[] = [];
   let closed = false;
   let connection: amqplib.ChannelModel | undefined;
 
   const open = async () => {
-    const conn = await amqplib.connect(amqpUrl);
+    const conn = await amqplib.connect(url);
     conn.on('error', () => {});
     conn.on('close', () => {
       if (!closed) setTimeout(() => void reopen(), 250);
@@ -56,7 +52,7 @@ export async function collectMessages(
     await ch.assertQueue(name, { durable: true });
     for (const x of exchanges) {
       await ch.assertExchange(x, 'topic', { durable: true });
-      await ch.bindQueue(name, x, pattern);
+      await ch.bindQueue(name, x, '#');
     }
     await ch.consume(name, (msg) => {
       if (!msg) return;
@@ -89,7 +85,7 @@ export async function collectMessages(
     messages,
     close: async () => {
       closed = true;
-      await deleteAmqpObjects({ queues: [name] });
+      await deleteAmqpObjects({ queues: [name] }, url);
       await connection?.close().catch(() => {});
     },
   };
@@ -99,13 +95,16 @@ export async function collectMessages(
  * Collects every event the recorder of AMQP prefix `prefix` publishes: to the events exchange, and
  * quiet agencies' to its express twin (@trips/broker's topology.ts).
  */
-export function collectEvents(prefix: string): Promise<TestQueue> {
-  return collectMessages([`${prefix}trips.events`, `${prefix}trips.events.express`]);
+export function collectEvents(prefix: string, url = amqpUrl): Promise<TestQueue> {
+  return collectMessages([`${prefix}trips.events`, `${prefix}trips.events.express`], url);
 }
 
-/** One operation on a connection of its own (a long-lived one would not outlast another file's broker restart). */
-export async function onAmqpChannel<T>(operation: (ch: ConfirmChannel) => Promise<T>): Promise<T> {
-  const connection = await amqplib.connect(amqpUrl);
+/** One operation on a connection of its own (a long-lived one would not outlast a broker restart). */
+export async function onAmqpChannel<T>(
+  operation: (ch: ConfirmChannel) => Promise<T>,
+  url = amqpUrl,
+): Promise<T> {
+  const connection = await amqplib.connect(url);
   try {
     return await operation(await connection.createConfirmChannel());
   } finally {
@@ -152,8 +151,11 @@ export function stallFirstChannel(connection: ChannelOpener): () => number {
 }
 
 /** Deletes queues and exchanges a test made; missing ones are fine. */
-export async function deleteAmqpObjects(names: { queues?: string[]; exchanges?: string[] }): Promise<void> {
-  const conn = await amqplib.connect(amqpUrl);
+export async function deleteAmqpObjects(
+  names: { queues?: string[]; exchanges?: string[] },
+  url = amqpUrl,
+): Promise<void> {
+  const conn = await amqplib.connect(url);
   try {
     for (const q of names.queues ?? []) {
       const ch = await conn.createChannel();
@@ -168,30 +170,4 @@ export async function deleteAmqpObjects(names: { queues?: string[]; exchanges?: 
   } finally {
     await conn.close().catch(() => {});
   }
-}
-
-const run = promisify(execFile);
-
-/** rabbitmqctl of this machine's broker, or of the run's RabbitMQ container (services/run.ts). */
-async function rabbitmqctl(command: string): Promise<void> {
-  const container = process.env.TEST_RABBITMQ_CONTAINER;
-  if (container) await execInContainer(container, ['rabbitmqctl', command]);
-  else await run('rabbitmqctl', [command], { timeout: 60_000 });
-}
-
-/**
- * Stops the RabbitMQ application (the Erlang node stays up) for a test of reconnection, and
- * answers a function that starts it again. Always call that in a `finally`: other test files share
- * the broker. On this machine it needs rabbitmqctl on PATH and the right to use it (root on the
- * dev machine); in the run's container, the container runtime.
- */
-export async function stopBroker(): Promise<() => Promise<void>> {
-  await rabbitmqctl('stop_app');
-  let started = false;
-  return async () => {
-    if (started) return;
-    started = true;
-    await rabbitmqctl('start_app');
-    await rabbitmqctl('await_startup').catch(() => {});
-  };
 }

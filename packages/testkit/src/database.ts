@@ -6,7 +6,8 @@ import { createDb, migrateToLatest, migrations, type Database } from '@trips/db'
 /**
  * Tests read the Postgres to use from DATABASE_URL (the machine's own, or CI's); it must allow
  * CREATE DATABASE. Each test file gets a fresh database cloned from a migrated template, which
- * takes tens of milliseconds instead of re-running every migration.
+ * takes tens of milliseconds instead of re-running every migration. A test that stops its Postgres
+ * has a server of its own (postgres-replica.ts) and passes that server's URL instead.
  */
 export const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -18,14 +19,14 @@ function templateName(): string {
   return `trips_tpl_${createHash('sha256').update(source).digest('hex').slice(0, 12)}`;
 }
 
-function urlFor(database: string): string {
-  const url = new URL(adminUrl);
+function urlFor(server: string, database: string): string {
+  const url = new URL(server);
   url.pathname = `/${database}`;
   return url.toString();
 }
 
-async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: adminUrl });
+async function withAdmin<T>(work: (client: pg.Client) => Promise<T>, server = adminUrl): Promise<T> {
+  const client = new pg.Client({ connectionString: server });
   await client.connect();
   try {
     return await work(client);
@@ -40,7 +41,7 @@ export async function adminQuery(statement: string): Promise<void> {
 }
 
 /** Creates the migrated template once per migration set; safe when several test runs race. */
-export async function ensureTemplate(): Promise<string> {
+export async function ensureTemplate(server = adminUrl): Promise<string> {
   const name = templateName();
   await withAdmin(async (admin) => {
     await admin.query('SELECT pg_advisory_lock(7263001)');
@@ -50,7 +51,7 @@ export async function ensureTemplate(): Promise<string> {
       const building = `${name}_building`;
       await admin.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`);
       await admin.query(`CREATE DATABASE ${building}`);
-      const db = createDb(urlFor(building), { max: 1 });
+      const db = createDb(urlFor(server, building), { max: 1 });
       try {
         await migrateToLatest(db);
       } finally {
@@ -60,7 +61,7 @@ export async function ensureTemplate(): Promise<string> {
     } finally {
       await admin.query('SELECT pg_advisory_unlock(7263001)');
     }
-  });
+  }, server);
   return name;
 }
 
@@ -72,8 +73,9 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
-  const template = await ensureTemplate();
+/** A fresh database on `server` (the Postgres at DATABASE_URL unless a test has its own). */
+export async function createTestDatabase(server = adminUrl): Promise<TestDatabase> {
+  const template = await ensureTemplate(server);
   const name = `trips_test_${randomBytes(6).toString('hex')}`;
   await withAdmin(async (admin) => {
     for (let attempt = 0; ; attempt++) {
@@ -86,8 +88,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
         await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100));
       }
     }
-  });
-  const url = urlFor(name);
+  }, server);
+  const url = urlFor(server, name);
   const db = createDb(url, { max: 5, applicationName: 'trips-test' });
   return {
     name,
@@ -95,7 +97,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     db,
     drop: async () => {
       await db.destroy();
-      await withAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+      await withAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`), server);
     },
   };
 }

@@ -2,6 +2,8 @@ export { adminQuery, adminUrl, createTestDatabase, ensureTemplate, type TestData
 export { waitFor } from './wait.ts';
 export { mostInOneSecond } from './per-second.ts';
 export * from './amqp.ts';
+export { LocalRabbitCluster, rabbitmqInstalled, type QueueState } from './rabbitmq-cluster.ts';
+export { LocalPostgresReplica, postgresInstalled } from './postgres-replica.ts';
 export { createTestCa, type TestCa } from './tls.ts';
 export { startReceiver, type TestReceiver, type ReceivedRequest, type Answer } from './receiver.ts';
 export { startSmtp, type TestSmtp, type ReceivedMail } from './smtp.ts';
@@ -17,5 +19,4 @@ export {
   type ObjectRef,
 } from './activity.ts';
 export { startServiceProcess, type ServiceProcess } from './process.ts';
-export { stopContainer } from './services/in-container.ts';
 export { testImages } from './services/images.ts';

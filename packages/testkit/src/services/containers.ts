@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import type { StartedTestContainer } from 'testcontainers';
 import { testImages } from './images.ts';
 
@@ -29,19 +28,8 @@ export async function containerRuntimeProblem(timeout: string): Promise<string |
   }
 }
 
-/** A port free on this machine now, so that a container restarted by a test keeps its address. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
 export interface TestContainers {
-  /** DATABASE_URL, AMQP_URL and REDIS_URL, and the ids the fault tests use (in-container.ts). */
+  /** DATABASE_URL, AMQP_URL and REDIS_URL. */
   env: Record<string, string>;
   stop(): Promise<void>;
 }
@@ -49,11 +37,10 @@ export interface TestContainers {
 /** PostgreSQL, RabbitMQ and Redis, each in a container of its own, started together. */
 export async function startTestContainers(): Promise<TestContainers> {
   const { GenericContainer, Wait } = await testcontainers();
-  const postgresPort = await freePort();
   const starting = [
     new GenericContainer(testImages.postgres)
       .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: 'trust' })
-      .withExposedPorts({ container: 5432, host: postgresPort })
+      .withExposedPorts(5432)
       // The first is the init run's server; the second is the real one.
       .withWaitStrategy(Wait.forLogMessage(/database system is ready to accept connections/, 2)),
     // The image lets guest in from other hosts than loopback, as compose's does.
@@ -86,8 +73,6 @@ export async function startTestContainers(): Promise<TestContainers> {
       AMQP_URL: `amqp://guest:guest@${rabbitmq.getHost()}:${rabbitmq.getMappedPort(5672)}`,
       REDIS_URL: `redis://${redis.getHost()}:${redis.getMappedPort(6379)}`,
       TEST_SERVICES: 'containers',
-      TEST_POSTGRES_CONTAINER: postgres.getId(),
-      TEST_RABBITMQ_CONTAINER: rabbitmq.getId(),
     },
     stop,
   };

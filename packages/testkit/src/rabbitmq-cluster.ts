@@ -1,17 +1,23 @@
-// A three-node RabbitMQ cluster of the test's own, through scripts/rabbitmq-cluster.sh: the nodes'
-// AMQP URLs, the faults (kill -9, a graceful stop, a start) and what the nodes say of the quorum
-// queues. The machine's own broker is never touched: the script gives the nodes their own names,
-// ports, data and cookie.
-import { execFile } from 'node:child_process';
+// A RabbitMQ cluster of the test's own, through scripts/rabbitmq-cluster.sh: three nodes for the
+// failover test, one for a test that restarts its broker. The nodes' AMQP URLs, the faults (kill -9,
+// a graceful stop, a start, the application stopped) and what the nodes say of the quorum queues.
+// The machine's own broker is never touched: the script gives the nodes their own names, ports,
+// data and cookie.
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { runScript, startOnce, upInFreshDir } from './own-servers.ts';
 
-const run = promisify(execFile);
-const script = fileURLToPath(new URL('../../scripts/rabbitmq-cluster.sh', import.meta.url));
+const script = 'rabbitmq-cluster.sh';
+
+/**
+ * The nodes are the machine's own RabbitMQ installation, as on Debian and in CI. A laptop whose tests
+ * run their services in containers may have none: then the tests that need nodes of their own skip.
+ */
+export const rabbitmqInstalled =
+  spawnSync('bash', ['-c', 'command -v rabbitmq-server || test -x /usr/lib/rabbitmq/bin/rabbitmq-server'])
+    .status === 0;
 
 export interface QueueState {
   name: string;
@@ -27,50 +33,25 @@ export class LocalRabbitCluster {
   /** Erlang node names, in node order. */
   readonly nodes: string[];
   private readonly dir: string;
-  private readonly running = new Set([1, 2, 3]);
+  private readonly running: Set<number>;
 
   private constructor(dir: string, settings: Record<string, string>) {
     this.dir = dir;
     this.urls = settings.AMQP_URL!.split(',');
     this.nodes = settings.RABBITMQ_CLUSTER_NODES!.split(',');
+    this.running = new Set(this.nodes.map((_, i) => i + 1));
   }
 
-  /** Starts a cluster of its own (a fresh directory and node names), clustered and ready. */
-  static async up(): Promise<LocalRabbitCluster> {
-    const dir = mkdtempSync(join(tmpdir(), 'trips-rabbitmq-'));
+  /** Starts a cluster of its own (a fresh directory and node names) of `nodes` nodes, ready. */
+  static async up(options: { nodes?: 1 | 2 | 3 } = {}): Promise<LocalRabbitCluster> {
     const name = `trips-${randomBytes(3).toString('hex')}-`;
-    const { stdout } = await LocalRabbitCluster.script(['up', '--dir', dir, '--name', name], 180_000).catch(
-      async (error: Error) => {
-        // Whatever nodes did start must not outlive the test.
-        await LocalRabbitCluster.script(['down', '--dir', dir], 180_000).catch(() => {});
-        throw error;
-      },
-    );
-    const settings = Object.fromEntries(
-      stdout
-        .trim()
-        .split('\n')
-        .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
-    );
+    const args = ['--name', name, '--nodes', String(options.nodes ?? 3)];
+    const { dir, settings } = await upInFreshDir(script, args, { up: 180_000, down: 180_000 });
     return new LocalRabbitCluster(dir, settings);
   }
 
-  private static async script(args: string[], timeout: number) {
-    try {
-      return await run('bash', [script, ...args], { timeout });
-    } catch (error) {
-      const { stderr, stdout } = error as { stderr?: string; stdout?: string };
-      throw new Error(
-        `rabbitmq-cluster.sh ${args[0]} failed: ${stderr || stdout || (error as Error).message}`,
-        {
-          cause: error,
-        },
-      );
-    }
-  }
-
   private do(args: string[], timeout = 120_000) {
-    return LocalRabbitCluster.script([...args, '--dir', this.dir], timeout);
+    return runScript(script, [...args, '--dir', this.dir], timeout);
   }
 
   /** 1, 2 or 3 for a node name. */
@@ -96,6 +77,19 @@ export class LocalRabbitCluster {
     this.running.add(n);
   }
 
+  /**
+   * Stops node `n`'s RabbitMQ application (rabbitmqctl stop_app: the Erlang node stays up, its
+   * clients are cut off) and answers the function that starts it again and waits until it runs;
+   * that one is safe to call twice, so a test can keep it for its afterAll.
+   */
+  async stopApp(n: number): Promise<() => Promise<void>> {
+    await this.do(['ctl', String(n), 'stop_app']);
+    return startOnce(async () => {
+      await this.do(['ctl', String(n), 'start_app']);
+      await this.do(['ctl', String(n), 'await_startup']);
+    });
+  }
+
   /** The quorum queues whose names start with `prefix`, as a running node sees them. */
   async queues(prefix: string): Promise<QueueState[]> {
     const all = await this.ctlJson<QueueState>([
@@ -118,7 +112,8 @@ export class LocalRabbitCluster {
 
   /** Each node's log as it stands, in node order ('' for a node that wrote none). */
   nodeLogs(): string[] {
-    return [1, 2, 3].map((n) => {
+    return this.nodes.map((_, i) => {
+      const n = i + 1;
       try {
         return readFileSync(join(this.dir, `node${n}`, 'log', 'node.log'), 'utf8');
       } catch {

@@ -1,21 +1,23 @@
 // A PostgreSQL primary and its streaming replica of the test's own, behind a proxy that follows the
 // primary, through scripts/postgres-replica.sh: the proxy's URL (what the services use, as they use
 // CloudNativePG's -rw Service), the faults (kill -9 of the primary, promotion, rejoin, switchover)
-// and the servers' logs. The machine's own cluster is never touched: the script gives the servers
-// their own data, ports and sockets.
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// and the servers' logs; or, `single`, one server alone that a test stops and starts. The machine's
+// own cluster is never touched: the script gives the servers their own data, ports and sockets.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { createPool } from '@trips/db';
+import { runScript, startOnce, upInFreshDir } from './own-servers.ts';
 
-const run = promisify(execFile);
-const script = fileURLToPath(new URL('../../scripts/postgres-replica.sh', import.meta.url));
+const script = 'postgres-replica.sh';
+
+/** The servers are the machine's own PostgreSQL 15 binaries, as on Debian and in CI. */
+export const postgresInstalled =
+  existsSync(`${process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin'}/pg_ctl`) ||
+  spawnSync('bash', ['-c', 'command -v pg_config']).status === 0;
 
 export class LocalPostgresReplica {
-  /** The proxy's URL, to the `postgres` database: the -rw Service's stand-in. */
+  /** The proxy's URL, to the `postgres` database: the -rw Service's stand-in (`single`: the server's). */
   readonly url: string;
   /** Each node's own URL, in node order (1, 2). */
   readonly nodeUrls: string[];
@@ -27,38 +29,18 @@ export class LocalPostgresReplica {
     this.nodeUrls = settings.POSTGRES_NODE_URLS!.split(',');
   }
 
-  /** Starts a primary, its replica (synchronous unless `async`) and the proxy, in a fresh directory. */
-  static async up(options: { async?: boolean } = {}): Promise<LocalPostgresReplica> {
-    const dir = mkdtempSync(join(tmpdir(), 'trips-postgres-'));
-    const args = ['up', '--dir', dir, ...(options.async ? ['--async'] : [])];
-    const { stdout } = await LocalPostgresReplica.script(args, 120_000).catch(async (error: Error) => {
-      // Whatever did start must not outlive the test.
-      await LocalPostgresReplica.script(['down', '--dir', dir], 60_000).catch(() => {});
-      throw error;
-    });
-    const settings = Object.fromEntries(
-      stdout
-        .trim()
-        .split('\n')
-        .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
-    );
+  /**
+   * Starts a primary, its replica (synchronous unless `async`) and the proxy, in a fresh directory;
+   * `single`: the primary alone, no proxy.
+   */
+  static async up(options: { async?: boolean; single?: boolean } = {}): Promise<LocalPostgresReplica> {
+    const flags = [...(options.async ? ['--async'] : []), ...(options.single ? ['--single'] : [])];
+    const { dir, settings } = await upInFreshDir(script, flags, { up: 120_000, down: 60_000 });
     return new LocalPostgresReplica(dir, settings);
   }
 
-  private static async script(args: string[], timeout: number) {
-    try {
-      return await run('bash', [script, ...args], { timeout });
-    } catch (error) {
-      const { stderr, stdout } = error as { stderr?: string; stdout?: string };
-      throw new Error(
-        `postgres-replica.sh ${args[0]} failed: ${stderr || stdout || (error as Error).message}`,
-        { cause: error },
-      );
-    }
-  }
-
   private async do(command: string): Promise<number> {
-    const { stdout } = await LocalPostgresReplica.script([command, '--dir', this.dir], 120_000);
+    const { stdout } = await runScript(script, [command, '--dir', this.dir], 120_000);
     return Number(stdout.trim());
   }
 
@@ -73,6 +55,18 @@ export class LocalPostgresReplica {
   /** When the last promotion completed (ms since the epoch), a switchover's included. */
   promotedAt(): number {
     return Number(readFileSync(join(this.dir, 'promoted_at'), 'utf8').trim());
+  }
+
+  /**
+   * Stops node `n` (fast: its sessions are cut off, as in a crash of the server or a failover) and
+   * answers the function that starts it again and waits until it accepts connections; that one is
+   * safe to call twice, so a test can keep it for its afterAll.
+   */
+  async stop(n: number): Promise<() => Promise<void>> {
+    await runScript(script, ['stop', String(n), '--dir', this.dir], 120_000);
+    return startOnce(async () => {
+      await runScript(script, ['start', String(n), '--dir', this.dir], 120_000);
+    });
   }
 
   /** The primary's node now (0 while there is none). */
@@ -114,6 +108,6 @@ export class LocalPostgresReplica {
 
   /** Every server and the proxy stopped, the directory removed; safe to call twice. */
   async down(): Promise<void> {
-    await LocalPostgresReplica.script(['down', '--dir', this.dir], 60_000);
+    await runScript(script, ['down', '--dir', this.dir], 60_000);
   }
 }
