@@ -11,7 +11,10 @@ import { runScript, startOnce, upInFreshDir } from './own-servers.ts';
 
 const script = 'postgres-replica.sh';
 
-/** The servers are the machine's own PostgreSQL 15 binaries, as on Debian and in CI. */
+/**
+ * The servers are the machine's own PostgreSQL 15 binaries, as on Debian and in CI. A laptop whose
+ * tests run their services in containers may have none: then the tests that need servers of their own skip.
+ */
 export const postgresInstalled =
   existsSync(`${process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin'}/pg_ctl`) ||
   spawnSync('bash', ['-c', 'command -v pg_config']).status === 0;
