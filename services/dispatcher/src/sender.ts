@@ -1,5 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { createSecureContext, rootCertificates } from 'node:tls';
+import type { LookupFunction } from 'node:net';
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { Agent } from 'undici';
 import {
   ASKS_TO_WAIT,
@@ -109,23 +110,7 @@ export class Sender {
     const secureContext = options.ca
       ? createSecureContext({ ca: [...rootCertificates, options.ca] })
       : undefined;
-    // One Pool per origin, made on its first delivery and dropped by the Agent once its last
-    // connection has closed, so a dispatcher that talks to many webhooks holds pools only for
-    // those with a connection open. Keep-alive: a busy endpoint gets its deliveries over a few warm
-    // connections instead of a TLS handshake each; idle ones are closed so a dead endpoint holds
-    // nothing. undici gives `connect` to tls.connect as it is, so `lookup` is the guard's: names
-    // are checked on the very addresses connected to (IP literals, which skip the lookup, by
-    // checkUrl in send). HTTP/1.1 only, as node:https spoke: no ALPN probe of each new origin.
-    this.agent = new Agent({
-      connections: CONNECTIONS_PER_ORIGIN,
-      pipelining: 1,
-      allowH2: false,
-      keepAliveTimeout: IDLE_MS,
-      keepAliveMaxTimeout: IDLE_MS,
-      // An attempt that cannot connect within its time is over; its socket must not outlive it.
-      connectTimeout: options.timeoutMs,
-      connect: { lookup: this.guard.lookup, ...(secureContext && { secureContext }) },
-    });
+    this.agent = deliveryAgent({ timeoutMs: options.timeoutMs, lookup: this.guard.lookup, secureContext });
   }
 
   async send(request: DeliveryRequest): Promise<AttemptResult> {
@@ -215,6 +200,38 @@ export class Sender {
   close(): void {
     void this.agent.destroy();
   }
+}
+
+/**
+ * The client every attempt is sent with. bench:dispatcher's bare consumer sends with it too
+ * (test/bench/bare-post.ts), so the floor it is measured against uses the very same client.
+ *
+ * One Pool per origin, made on its first delivery and dropped by the Agent once its last
+ * connection has closed, so a dispatcher that talks to many webhooks holds pools only for those
+ * with a connection open. Keep-alive: a busy endpoint gets its deliveries over a few warm
+ * connections instead of a TLS handshake each; idle ones are closed so a dead endpoint holds
+ * nothing. undici gives `connect` to tls.connect as it is, so `lookup` is the SSRF guard's: names
+ * are checked on the very addresses connected to (IP literals, which skip the lookup, by checkUrl
+ * in send). HTTP/1.1 only, as node:https spoke: no ALPN probe of each new origin.
+ */
+export function deliveryAgent(options: {
+  timeoutMs: number;
+  lookup: LookupFunction;
+  secureContext?: SecureContext;
+}): Agent {
+  return new Agent({
+    connections: CONNECTIONS_PER_ORIGIN,
+    pipelining: 1,
+    allowH2: false,
+    keepAliveTimeout: IDLE_MS,
+    keepAliveMaxTimeout: IDLE_MS,
+    // An attempt that cannot connect within its time is over; its socket must not outlive it.
+    connectTimeout: options.timeoutMs,
+    connect: {
+      lookup: options.lookup,
+      ...(options.secureContext && { secureContext: options.secureContext }),
+    },
+  });
 }
 
 /** The first value of a header among raw `name, value` pairs (a repeated Retry-After: the first, as Node keeps). */

@@ -35,6 +35,12 @@ const MAX_BATCH = 500;
  */
 const RECORD_LINGER_MS = 10;
 
+/**
+ * How attempts are gathered into one statement and commit: bench:dispatcher's bare consumer
+ * (test/bench/pipeline-bare-consumer.ts) records its attempts batched the very same way.
+ */
+export const ATTEMPT_BATCHING = { maxBatch: MAX_BATCH, lingerMs: RECORD_LINGER_MS };
+
 /** The webhooks among an agency's active ones that subscribe to the type, keeping their order. */
 const subscribedTo = (eventType: string, targets: Target[]) =>
   targets.filter((target) => target.event_types.includes(eventType));
@@ -116,8 +122,7 @@ export class DeliveryStore {
         return list.map(() => undefined);
       },
       runOne: (attempt) => recordAttempt(db, attempt),
-      maxBatch: MAX_BATCH,
-      lingerMs: RECORD_LINGER_MS,
+      ...ATTEMPT_BATCHING,
     });
     const hold = (held: ({ delivery: DeliveryMessage } & HoldOptions)[]) =>
       holdDeliveries(
