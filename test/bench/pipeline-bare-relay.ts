@@ -1,24 +1,37 @@
-// The bare pipeline's relay for `pnpm bench:pipeline`: the least an outbox relay can do and still
-// lose nothing. Every 20 ms (the recorder's RECORDER_POLL_INTERVAL) it takes up to 250 outbox rows
-// (the recorder's RECORDER_BATCH_SIZE) in one round trip, `BEGIN; DELETE … RETURNING`, publishes
-// each as a trip.created event record to one durable quorum queue (ours' queues are quorum queues)
-// with publisher confirms, and commits the DELETE only once the broker has confirmed them all: a
-// crash in between leaves the rows to be published again (at least once). No events table, no
-// classification, no grouping, no cursor, no fairness across agencies: none of what ours records.
-// AMQP_QUEUE is the queue, asserted here; DATABASE_URL the bare database (pipeline-bare.ts).
+// The bare relay, bench:recorder's floor and bench:pipeline's: the least an outbox relay can do
+// and still lose nothing and keep every event for GET /events, as the recorder must (the spec's
+// work). Every 20 ms (the recorder's RECORDER_POLL_INTERVAL) it takes up to 250 outbox rows (the
+// recorder's RECORDER_BATCH_SIZE) and inserts their events into bare.events (pipeline-bare.ts: the
+// columns of ours' events, its primary key and cursor index) in one round trip, `BEGIN; WITH
+// claimed AS (DELETE … RETURNING) INSERT INTO bare.events … RETURNING`; publishes each as the
+// recorder does, `{ agency_id, event }` with the trip.created event record, to one durable quorum
+// queue (ours' queues are quorum queues) with publisher confirms; and commits only once the broker
+// has confirmed them all: a crash in between leaves the rows to be published again (at least once),
+// and no event is visible in bare.events before it is. No classification, no grouping, no ordering
+// across replicas (one relay: bigserial numbers the events in commit order), no partitions, no
+// fairness across agencies: none of what ours does beside that.
+// BENCH_RELAY_EVENTS=none keeps no events (the DELETE alone): bench:recorder's floor before it
+// kept them, printed for reference. AMQP_QUEUE is the queue, asserted here; DATABASE_URL the bare
+// database (pipeline-bare.ts).
 import amqplib from 'amqplib';
-import { eventRecord } from '@trips/contracts';
+import { eventRecord, type EventMessage } from '@trips/contracts';
 import { createPool } from '@trips/db';
 
 const BATCH = 250;
 const POLL_MS = 20;
+const TAKE = `DELETE FROM bare.outbox WHERE id IN (SELECT id FROM bare.outbox ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED)`;
+/** Two statements, one simple-protocol round trip: pg answers one result per statement. */
 const CLAIM =
-  'BEGIN; DELETE FROM bare.outbox WHERE id IN ' +
-  `(SELECT id FROM bare.outbox ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED) ` +
-  'RETURNING id, trip_id, created_at';
+  process.env.BENCH_RELAY_EVENTS === 'none'
+    ? `BEGIN; ${TAKE} RETURNING 'evt_bare' || id AS id, agency_id, trip_id, created_at`
+    : `BEGIN; WITH claimed AS (${TAKE} RETURNING id, agency_id, trip_id, created_at) ` +
+      'INSERT INTO bare.events (id, agency_id, type, object_type, object_id, created_at) ' +
+      "SELECT 'evt_bare' || id, agency_id, 'trip.created', 'trip', trip_id, created_at FROM claimed ORDER BY id " +
+      'RETURNING id, agency_id, object_id AS trip_id, created_at';
 
-interface OutboxRow {
-  id: number;
+interface ClaimedEvent {
+  id: string;
+  agency_id: string;
   trip_id: string;
   created_at: Date;
 }
@@ -35,18 +48,18 @@ let running = true;
 
 async function relay(): Promise<void> {
   while (running) {
-    // Two statements, one simple-protocol round trip: pg answers one result per statement.
-    const [, claimed] = (await client.query(CLAIM)) as unknown as [unknown, { rows: OutboxRow[] }];
+    const [, claimed] = (await client.query(CLAIM)) as unknown as [unknown, { rows: ClaimedEvent[] }];
     for (const row of claimed.rows) {
       const event = eventRecord({
-        id: `evt_bare${row.id}`,
+        id: row.id,
         type: 'trip.created',
         object_type: 'trip',
         object_id: row.trip_id,
         data: {},
         created_at: row.created_at,
       });
-      channel.publish('', queue, Buffer.from(JSON.stringify(event)), {
+      const message: EventMessage = { agency_id: row.agency_id, event };
+      channel.publish('', queue, Buffer.from(JSON.stringify(message)), {
         persistent: true,
         contentType: 'application/json',
         messageId: event.id,
