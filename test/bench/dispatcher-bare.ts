@@ -1,9 +1,10 @@
-// The baseline of `pnpm bench:dispatcher`, in its own process like the dispatcher it is compared
-// with: the least a webhook sender must do per delivery, with nothing in between. BENCH_CONCURRENCY
-// loops, each a signed POST of an event record (same shape and size as the dispatcher's bodies,
-// same headers, both signature header sets as in D7 and D11) with BENCH_BARE_CLIENT (bare-post.ts: https, the
-// dispatcher's own client and the floor; undici; got) to BENCH_TARGET_URL. No queue, no database,
-// no breaker. Driven over IPC:
+// The bare loops of `pnpm bench:dispatcher`'s throughput part, in their own process like the
+// dispatcher they are printed beside: what a webhook sender's client alone costs per delivery, with
+// nothing in between. BENCH_CONCURRENCY loops, each a signed POST of an event record (same shape
+// and size as the dispatcher's bodies, same headers, both signature header sets as in D7 and D11)
+// with BENCH_BARE_CLIENT (bare-post.ts: https, the old floor; undici, the dispatcher's client; got)
+// to BENCH_TARGET_URL. No queue, no database, no breaker: the floor for the same work as ours is the
+// bare consumer (pipeline-bare-consumer.ts). Driven over IPC:
 //   parent → { op: 'start' } … { op: 'stop' }  ← { stopped: true, sent, failures }
 import { eventRecord } from '@trips/contracts';
 import { BARE_CLIENTS, bareSender, type BareClient } from './bare-post.ts';

@@ -1,5 +1,6 @@
-// The feeder of `pnpm bench:dispatcher`: keeps work queued ahead of the dispatcher while it is
-// measured, so that what is measured is the dispatcher and never a dispatcher waiting for work.
+// The feeder of `pnpm bench:dispatcher`: keeps work queued ahead of the dispatcher (or of the bare
+// consumer, the throughput part's floor, fed the same way through an exchange of its own) while it
+// is measured, so that what is measured is the consumer and never a consumer waiting for work.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventRecord, type EventMessage } from '@trips/contracts';
 import type { Bench, Snapshot } from './dispatcher-setup.ts';
@@ -28,7 +29,7 @@ let eventCounter = 0;
  * whether the broker took it. The events queue is bounded (reject-publish): a refused event does
  * not count, as the recorder keeps a refused event unpublished.
  */
-function publishEvent(bench: Bench, agencyId: string): Promise<boolean> {
+function publishEvent(bench: Bench, exchange: string, agencyId: string): Promise<boolean> {
   const n = eventCounter++;
   const event = eventRecord({
     id: `evt_bench${n}`,
@@ -41,7 +42,7 @@ function publishEvent(bench: Bench, agencyId: string): Promise<boolean> {
   const message: EventMessage = { agency_id: agencyId, event };
   return new Promise((resolve) =>
     bench.channel.publish(
-      bench.names.eventsExchange,
+      exchange,
       event.type,
       Buffer.from(JSON.stringify(message)),
       {
@@ -58,10 +59,17 @@ function publishEvent(bench: Bench, agencyId: string): Promise<boolean> {
 }
 
 /** Publishes `count` events in parallel chunks, each chunk's confirms awaited; answers how many were taken. */
-async function publishChunks(bench: Bench, agencyId: string, count: number): Promise<number> {
+async function publishChunks(
+  bench: Bench,
+  exchange: string,
+  agencyId: string,
+  count: number,
+): Promise<number> {
   const chunks = [];
   for (let left = count; left > 0; left -= CHUNK) {
-    const chunk = Array.from({ length: Math.min(CHUNK, left) }, () => publishEvent(bench, agencyId));
+    const chunk = Array.from({ length: Math.min(CHUNK, left) }, () =>
+      publishEvent(bench, exchange, agencyId),
+    );
     chunks.push(Promise.all(chunk));
   }
   return (await Promise.all(chunks)).flat().filter(Boolean).length;
@@ -83,8 +91,9 @@ export interface Feeder {
 
 /**
  * Feeds the agency's webhooks at `paths` (every event is delivered to each) so that about BACKLOG
- * deliveries always wait ahead of the dispatcher: it looks at the receiver's counts, and publishes
- * what tops the backlog of the path with the fewest up, in chunks confirmed side by side. The
+ * deliveries always wait ahead of the dispatcher, publishing to `exchange` (the events exchange; for
+ * the floor, the bare consumer's twin of it): it looks at the receiver's counts, and publishes what
+ * tops the backlog of the path with the fewest up, in chunks confirmed side by side. The
  * events queue takes 20 ready events (it is bounded), so most of the backlog is in the
  * dispatcher's prefetch and the webhooks' lanes, where a bulk import's is. The queue refuses what
  * is beyond its bound, and the feeder paces itself as the recorder does (its publish-pace.ts):
@@ -92,7 +101,12 @@ export interface Feeder {
  * waits briefly only after an offer refused whole. A refused publish costs the broker about as much
  * as a taken one, so a full queue is offered little more than it drains, and never nothing.
  */
-export function startFeeder(bench: Bench, agencyId: string, paths: readonly string[]): Feeder {
+export function startFeeder(
+  bench: Bench,
+  agencyId: string,
+  paths: readonly string[],
+  exchange = bench.names.eventsExchange,
+): Feeder {
   const target = Math.ceil(BACKLOG / paths.length);
   let published = 0;
   let running = true;
@@ -117,7 +131,7 @@ export function startFeeder(bench: Bench, agencyId: string, paths: readonly stri
         continue;
       }
       const offered = Math.min(wanted, offer);
-      const taken = await publishChunks(bench, agencyId, offered);
+      const taken = await publishChunks(bench, exchange, agencyId, offered);
       published += taken;
       refused += offered - taken;
       offer = taken === offered ? Math.min(MOST, offer * 2) : Math.max(LEAST, taken);

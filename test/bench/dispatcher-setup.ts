@@ -62,7 +62,8 @@ export interface Bench {
   base: string;
   /** The feeder's: the events exchange, with publisher confirms. */
   channel: ConfirmChannel;
-  agencies: { throughput: Agency; isolation: Agency; e2e: Agency; ed25519: Agency };
+  /** `bare`: the throughput part's bare consumer's webhook, in an agency ours is never fed for. */
+  agencies: { throughput: Agency; bare: Agency; isolation: Agency; e2e: Agency; ed25519: Agency };
   snapshot(): Promise<Snapshot>;
   /** A dispatcher with the production defaults but `env`, ready (its /readyz answers). */
   startDispatcher(name: string, env: Record<string, string>, nodeArgs?: string[]): Promise<Dispatcher>;
@@ -93,6 +94,7 @@ export async function setUp(): Promise<Bench> {
   };
   const agencies = {
     throughput: await agency('Throughput', ['/t/ours']),
+    bare: await agency('Throughput, the bare consumer', ['/t/consumer']),
     isolation: await agency(
       'Isolation',
       Array.from({ length: WEBHOOKS }, (_, i) => `/i/${i}`),

@@ -1,7 +1,8 @@
 // `pnpm bench:dispatcher`: the webhook dispatcher (issue 4, item 11), loopback only, in four parts:
 //   1. throughput (dispatcher-throughput.ts): deliveries/s from the dispatcher to a local HTTPS
-//      receiver against a bare signed node:https loop with the same concurrency, the floor
-//      (target ≥ 0.8×), with undici and got beside it for reference, in alternating windows;
+//      receiver against the bare consumer, which does the same work and nothing else, the floor
+//      (target ≥ 0.8×), with bare signed https, undici and got loops beside it for reference, in
+//      alternating windows;
 //   2. isolation (dispatcher-isolation.ts): 10 webhooks, all healthy, then one of them hanging: the
 //      other 9 keep ≥ 0.9× of their throughput;
 //   3. end to end with the recorder (dispatcher-e2e.ts): trips inserted at 500/s as the host
