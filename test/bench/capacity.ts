@@ -2,7 +2,9 @@
 // the latency target. The whole system (test/bench/system.ts): trips written one per transaction at
 // a rate raised in steps (BENCH_CAPACITY_RATES, events a second: 250,500,750,1000,1250), every event
 // to one webhook on a local HTTPS receiver, and the read API paced at BENCH_CAPACITY_API_RATE (300)
-// requests a second beside it. Each step writes for BENCH_CAPACITY_SECONDS (60), then waits for the
+// requests a second beside it; one recorder and BENCH_CAPACITY_DISPATCHERS dispatchers (2, the base
+// manifests' least: one webhook then gets up to twice DISPATCHER_ENDPOINT_CONCURRENCY attempts at
+// once, as deployed). Each step writes for BENCH_CAPACITY_SECONDS (60), then waits for the
 // queues to drain. Per step it prints commit → received (p50, p99, max), CPU per event of each
 // process, and the machine's busy share. The result is the highest rate whose p99 stays ≤ 250 ms
 // with the queues drained ≤ 10 s after its writes stop; stepping stops after the first step that
@@ -10,7 +12,7 @@
 // Other engineers' runs share this 2-core machine: read the load average printed.
 import os from 'node:os';
 import { createPool } from '@trips/db';
-import { readSeries, sampleSum, seriesDelta } from './service-metrics.ts';
+import { readSeries, sampleSum, seriesDelta, sumSeries } from './service-metrics.ts';
 import { profileReport, snapshot, startProfile } from './capacity-profile.ts';
 import { cpuBetween, sampleCpu, warnings } from './dispatcher-procs.ts';
 import { fmt, onCleanup, percentile, runBench, table } from './lib.ts';
@@ -29,6 +31,8 @@ const DRAIN_LIMIT_SECONDS = 60;
 /** Prints Postgres's work per event in each step (capacity-profile.ts). */
 type Pool = ReturnType<typeof createPool>;
 const PROFILE = process.env.BENCH_CAPACITY_PROFILE === '1';
+/** Dispatcher replicas: the base manifests run at least two (the HPA's minReplicas). */
+const DISPATCHERS = Number(process.env.BENCH_CAPACITY_DISPATCHERS ?? 2);
 let profileDb: Pool | undefined;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -187,7 +191,9 @@ const DISPATCHER_WAITS = ['trips_deliveries_total', 'trips_event_record_to_deliv
 async function readWaits(system: System) {
   return {
     recorder: await readSeries(system.metricsPorts.recorder, RECORDER_WAITS),
-    dispatcher: await readSeries(system.metricsPorts.dispatcher, DISPATCHER_WAITS),
+    dispatcher: sumSeries(
+      await Promise.all(system.dispatcherMetricsPorts.map((port) => readSeries(port, DISPATCHER_WAITS))),
+    ),
   };
 }
 
@@ -221,9 +227,9 @@ async function main(): Promise<void> {
   const loadBefore = os.loadavg();
   console.log(
     `bench:capacity — steps ${RATES.join(', ')} events/s, ${STEP_SECONDS} s each (after ${WARMUP_SECONDS} s unmeasured), ` +
-      `the API paced at ${API_RATE} req/s beside them`,
+      `the API paced at ${API_RATE} req/s beside them, ${DISPATCHERS} dispatcher${DISPATCHERS === 1 ? '' : 's'}`,
   );
-  const system = await startSystem();
+  const system = await startSystem({}, { dispatchers: DISPATCHERS });
   if (PROFILE) {
     profileDb = createPool(system.t.url, { max: 1, applicationName: 'bench-profile' });
     onCleanup(() => profileDb!.end());

@@ -14,6 +14,13 @@ export async function readSeries(port: number, names: readonly string[]): Promis
   return series;
 }
 
+/** The samples of several processes added up (replicas of one service). */
+export function sumSeries(all: readonly Series[]): Series {
+  const sum: Series = new Map();
+  for (const series of all) for (const [key, value] of series) sum.set(key, (sum.get(key) ?? 0) + value);
+  return sum;
+}
+
 export function seriesDelta(before: Series, after: Series): Series {
   return new Map([...after].map(([key, value]) => [key, value - (before.get(key) ?? 0)]));
 }

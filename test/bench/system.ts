@@ -61,8 +61,11 @@ export interface System {
   receiver: Child;
   /** The API load's process (soak-api-load.ts). */
   load: Child;
+  /** The first dispatcher's, for the others see `dispatcherMetricsPorts`. */
   pids: Record<Service, number>;
   metricsPorts: Record<Service, number>;
+  /** Every dispatcher's metrics port. */
+  dispatcherMetricsPorts: number[];
   /** Each process's pids by name, for CPU accounting (dispatcher-procs.ts sampleCpu). */
   cpuGroups: Record<string, () => number[]>;
   /** The host application's connections (writeTrips). */
@@ -78,8 +81,14 @@ export interface System {
   log(service: 'recorder' | 'dispatcher'): string;
 }
 
-/** `serviceEnv`: set for the API, the recorder and the dispatcher alike (e.g. NODE_OPTIONS). */
-export async function startSystem(serviceEnv: Record<string, string> = {}): Promise<System> {
+/**
+ * `serviceEnv`: set for the API, the recorder and the dispatcher alike (e.g. NODE_OPTIONS).
+ * `dispatchers`: how many dispatcher replicas compete for the queues (the first is `pids.dispatcher`).
+ */
+export async function startSystem(
+  serviceEnv: Record<string, string> = {},
+  { dispatchers: dispatcherCount = 1 } = {},
+): Promise<System> {
   const ca = await createTestCa();
   const t = await createTestDatabase();
   onCleanup(() => t.drop());
@@ -116,10 +125,11 @@ export async function startSystem(serviceEnv: Record<string, string> = {}): Prom
     script: string,
     healthVariable: string,
     own: Record<string, string>,
+    label: string = name,
   ) => {
     const healthPort = await freePort();
     const child = startProcess(
-      name,
+      label,
       script,
       { ...env, [healthVariable]: String(healthPort), ...own },
       false,
@@ -129,10 +139,18 @@ export async function startSystem(serviceEnv: Record<string, string> = {}): Prom
     await waitReady(child, `http://127.0.0.1:${healthPort}/readyz`);
     return Object.assign(child, { metricsPort: healthPort });
   };
-  const dispatcher = await service('dispatcher', DISPATCHER, 'DISPATCHER_HEALTH_PORT', {
-    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-    WEBHOOK_CA_FILE: ca.caFile,
-  });
+  const dispatchers: Awaited<ReturnType<typeof service>>[] = [];
+  for (let n = 1; n <= dispatcherCount; n++)
+    dispatchers.push(
+      await service(
+        'dispatcher',
+        DISPATCHER,
+        'DISPATCHER_HEALTH_PORT',
+        { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_CA_FILE: ca.caFile },
+        n === 1 ? 'dispatcher' : `dispatcher-${n}`,
+      ),
+    );
+  const dispatcher = dispatchers[0]!;
   const recorder = await service('recorder', RECORDER, 'RECORDER_HEALTH_PORT', {});
   // As bench:api runs it: the limiter works on every request but never refuses.
   const apiMetricsPort = await freePort();
@@ -169,15 +187,6 @@ export async function startSystem(serviceEnv: Record<string, string> = {}): Prom
     recorder: recorder.metricsPort,
     dispatcher: dispatcher.metricsPort,
   };
-  const countRows = async (table: 'outbox' | 'events_unpublished') =>
-    Number(
-      (
-        await t.db
-          .selectFrom(table)
-          .select((eb) => eb.fn.countAll<number>().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
   return {
     t,
     agencyId,
@@ -188,10 +197,11 @@ export async function startSystem(serviceEnv: Record<string, string> = {}): Prom
     load,
     pids,
     metricsPorts,
+    dispatcherMetricsPorts: dispatchers.map((d) => d.metricsPort),
     cpuGroups: {
       api: () => [pids.api],
       recorder: () => [pids.recorder],
-      dispatcher: () => [pids.dispatcher],
+      dispatcher: () => dispatchers.map((d) => d.process.pid!),
       receiver: () => [receiver.process.pid!],
       'API load': () => [load.process.pid!],
       'bench (writer)': () => [process.pid],
@@ -205,8 +215,8 @@ export async function startSystem(serviceEnv: Record<string, string> = {}): Prom
     backlog: async () => {
       const ch = await conn.createChannel();
       const counts: Record<string, number> = {
-        outbox: await countRows('outbox'),
-        unpublished: await countRows('events_unpublished'),
+        outbox: await countRows(t, 'outbox'),
+        unpublished: await countRows(t, 'events_unpublished'),
       };
       for (const queue of queues)
         counts[queue.slice(prefix.length)] = (await ch.checkQueue(queue)).messageCount;
@@ -221,7 +231,7 @@ export async function startSystem(serviceEnv: Record<string, string> = {}): Prom
         MemoryReading
       >;
     },
-    log: (name) => (name === 'recorder' ? recorder.log() : dispatcher.log()),
+    log: (name) => (name === 'recorder' ? recorder.log() : dispatchers.map((d) => d.log()).join('\n')),
   };
 }
 
@@ -274,6 +284,15 @@ export async function apiMaximum(
   const measured: number[] = [];
   for (let i = 0; i < rounds; i++) measured.push(await round(seconds));
   return { max: median(measured), rounds: measured };
+}
+
+/** Rows still waiting in the recorder's tables. */
+async function countRows(t: TestDatabase, table: 'outbox' | 'events_unpublished'): Promise<number> {
+  const row = await t.db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 /** The host application's one statement, prepared once per connection, as a lean host would. */
