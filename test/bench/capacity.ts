@@ -215,7 +215,10 @@ function waitsReport({ recorder, dispatcher }: ReturnType<typeof seriesOfWaits>)
     sampleSum(series, `${name}_bucket`, 'le="0.25"', ...labels);
   const outcomes = [...dispatcher]
     .filter(([key, n]) => key.startsWith('trips_deliveries_total') && n > 0)
-    .map(([key, n]) => `${/outcome="([^"]+)"/.exec(key)?.[1]} ${n}`);
+    .map(([key, n]) => {
+      const reason = /reason="([^"]+)"/.exec(key)?.[1];
+      return `${/outcome="([^"]+)"/.exec(key)?.[1]}${reason ? ` (${reason})` : ''} ${n}`;
+    });
   return (
     `recorded → published over 250 ms: ${over(recorder, 'trips_event_record_to_publish_seconds')}; ` +
     `recorded → first 2xx over 250 ms: ${over(dispatcher, 'trips_event_record_to_delivery_seconds', 'attempt="first"')}; ` +

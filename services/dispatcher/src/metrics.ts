@@ -26,8 +26,8 @@ export function dispatcherMetrics(
   const registers = [registry];
   const deliveries = new Counter({
     name: 'trips_deliveries_total',
-    help: 'Deliveries handled, by outcome: delivered, retry_scheduled, asked_to_wait (the receiver answered 429 or 503; back in the lane until its pause ends), gave_up, held (put in the webhook lane), deferred (claimed from the lane, not attempted), dropped.',
-    labelNames: ['outcome'] as const,
+    help: 'Deliveries handled, by outcome: delivered, retry_scheduled, asked_to_wait (the receiver answered 429 or 503; back in the lane until its pause ends), gave_up, held (put in the webhook lane), deferred (claimed from the lane, not attempted), dropped; held, deferred and dropped by reason too.',
+    labelNames: ['outcome', 'reason'] as const,
     registers,
   });
   const attempts = new Histogram({
@@ -115,7 +115,11 @@ export function dispatcherMetrics(
      * message of a version before it, an owner's redelivery) capture → delivery is not observed.
      */
     observe(outcome: Outcome, delivery: DeliveryMessage, source: Source, capturedAt?: Date): void {
-      deliveries.inc({ outcome: outcome.kind });
+      // Held, deferred and dropped say why: a lane filling because slots were taken
+      // (endpoint_busy) reads differently from one the receiver's pace or breaker fills.
+      deliveries.inc(
+        'reason' in outcome ? { outcome: outcome.kind, reason: outcome.reason } : { outcome: outcome.kind },
+      );
       if (!('result' in outcome)) return;
       attempts.observe({ result: outcome.result.error ?? 'success' }, outcome.result.durationMs / 1000);
       if (outcome.kind === 'delivered' && !ownerRequested(delivery, source))

@@ -73,6 +73,20 @@ test('first deliveries and retries are timed from the recording to the 2xx; owne
   expect(await line('trips_deliveries_total{outcome="delivered",service="dispatcher"}')).toBe('5');
 });
 
+test('deliveries held, deferred and dropped are counted by reason; the rest by outcome alone', async () => {
+  const { metrics, line } = setup();
+  metrics.observe({ kind: 'held', reason: 'endpoint_busy' }, delivery(1), 'fan_out');
+  metrics.observe({ kind: 'held', reason: 'endpoint_busy' }, delivery(1), 'fan_out');
+  metrics.observe({ kind: 'held', reason: 'paced' }, delivery(1), 'fan_out');
+  metrics.observe({ kind: 'dropped', reason: 'webhook_gone' }, delivery(1), 'lane');
+  metrics.observe(delivered(0.2), delivery(1), 'fan_out');
+  const total = (labels: string) => line(`trips_deliveries_total{${labels},service="dispatcher"}`);
+  expect(await total('outcome="held",reason="endpoint_busy"')).toBe('2');
+  expect(await total('outcome="held",reason="paced"')).toBe('1');
+  expect(await total('outcome="dropped",reason="webhook_gone"')).toBe('1');
+  expect(await total('outcome="delivered"')).toBe('1');
+});
+
 test('from the capture: by attempt and grouped, only when the capture time is known', async () => {
   const { metrics, line } = setup();
   const capturedAt = new Date(recordedAt - 2_000);
