@@ -16,7 +16,8 @@ import { readSeries, sampleSum, seriesDelta, sumSeries } from './service-metrics
 import { profileReport, snapshot, startProfile } from './capacity-profile.ts';
 import { cpuBetween, sampleCpu, warnings } from './dispatcher-procs.ts';
 import { fmt, onCleanup, percentile, runBench, table } from './lib.ts';
-import { machineBusySeconds, now, startSystem, within, writeTrips, type System } from './system.ts';
+import { writeTrips } from './host-writer.ts';
+import { machineBusySeconds, now, startSystem, within, type System } from './system.ts';
 
 const RATES = (process.env.BENCH_CAPACITY_RATES ?? '250,500,750,1000,1250').split(',').map(Number);
 const STEP_SECONDS = Number(process.env.BENCH_CAPACITY_SECONDS ?? 60);

@@ -28,10 +28,10 @@ import {
   now,
   startSystem,
   within,
-  writeTrips,
   type Service,
   type System,
 } from './system.ts';
+import { writeTrips } from './host-writer.ts';
 
 const MINUTES = durationMinutes(
   process.env.SOAK_DURATION ?? (process.env.SOAK_MINUTES ? `${process.env.SOAK_MINUTES}m` : '60m'),

@@ -295,68 +295,6 @@ async function countRows(t: TestDatabase, table: 'outbox' | 'events_unpublished'
   return Number(row.n);
 }
 
-/** The host application's one statement, prepared once per connection, as a lean host would. */
-const WRITE_TRIP = {
-  name: 'bench_write_trip',
-  text: 'INSERT INTO trips (id, agency_id, title, num_days) VALUES ($1, $2, $3, 3)',
-};
-
-/**
- * The host application's writes: one trip per INSERT, each its own transaction, started on an even
- * schedule of `rate` a second whether or not earlier ones have answered. Each makes one
- * trip.created event. `committed` notes when each INSERT answered (just after its commit). The
- * loop sleeps until the next write is due: the writer's CPU is counted in the machine's figures.
- */
-export function writeTrips(
-  pool: ReturnType<typeof createPool>,
-  agencyId: string,
-  rate: number,
-  idPrefix = 'trp_w',
-) {
-  const committed = new Map<string, number>();
-  const inFlight = new Set<Promise<unknown>>();
-  let started = 0;
-  let failures = 0;
-  let firstFailure = '';
-  let running = true;
-  const begin = performance.now();
-  const loop = (async () => {
-    while (running) {
-      for (const due = ((performance.now() - begin) / 1000) * rate; started < due; started++) {
-        const id = `${idPrefix}${started}`;
-        const write = pool
-          .query({ ...WRITE_TRIP, values: [id, agencyId, `Write ${started}`] })
-          .then(
-            () => void committed.set(id, now()),
-            (error: Error) => {
-              failures++;
-              firstFailure ||= error.message;
-            },
-          )
-          .finally(() => inFlight.delete(write));
-        inFlight.add(write);
-      }
-      const nextDue = begin + (started * 1000) / rate;
-      await sleep(Math.max(1, nextDue - performance.now()));
-    }
-    await Promise.all(inFlight);
-  })();
-  return {
-    committed,
-    get failures() {
-      return failures;
-    },
-    get firstFailure() {
-      return firstFailure;
-    },
-    /** Starts no more writes and waits for those in flight. */
-    async stop() {
-      running = false;
-      await loop;
-    },
-  };
-}
-
 /** CPU seconds the whole machine has spent busy (not idle, not waiting on I/O), from /proc/stat. */
 export function machineBusySeconds(): number {
   const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
