@@ -17,6 +17,7 @@
 import amqplib from 'amqplib';
 import type { EventMessage } from '@trips/contracts';
 import { createPool } from '@trips/db';
+import type { NewAttempt } from '@trips/db/webhook-attempts';
 import { ATTEMPT_BATCHING, Batcher } from '@trips/dispatcher';
 import { bareSender } from './bare-post.ts';
 
@@ -26,18 +27,8 @@ const url = process.env.BENCH_WEBHOOK_URL!;
 const webhookId = process.env.BENCH_WEBHOOK_ID!;
 const queue = process.env.AMQP_QUEUE!;
 
-interface Attempt {
-  eventId: string;
-  eventType: string;
-  attempt: number;
-  attemptedAt: Date;
-  durationMs: number;
-  statusCode: number | null;
-  error: string | null;
-  responseBody: string | null;
-  responseHeaders: string | null;
-  signature: string;
-}
+/** What an attempt page shows, as the attempts repository takes it (less the one webhook). */
+type Attempt = Required<Omit<NewAttempt, 'webhookId' | 'requestBody' | 'errorDetail' | 'nextAttemptAt'>>;
 
 /** Several attempts in one statement: a column of each field, unnested. */
 const RECORD = {
@@ -67,7 +58,7 @@ const record = async (list: Attempt[]) => {
       column((a) => a.statusCode),
       column((a) => a.error),
       column((a) => a.responseBody),
-      column((a) => a.signature),
+      column((a) => a.requestSignature),
       column((a) => a.responseHeaders),
     ],
   });
@@ -122,7 +113,7 @@ async function deliver(message: amqplib.ConsumeMessage): Promise<void> {
     error,
     responseBody: status ? answer.body : null,
     responseHeaders: status ? answer.headers : null,
-    signature: answer.signature,
+    requestSignature: answer.signature,
   });
   if (error === null) channel.ack(message);
   else channel.nack(message, false, true);
