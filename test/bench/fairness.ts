@@ -58,12 +58,11 @@ import {
   pidsMatching,
   sampleCpu,
   startChild,
-  waitReady,
   warnings,
   type Child,
 } from './dispatcher-procs.ts';
 import { fmt, freePort, onCleanup, percentile, runBench, table } from './lib.ts';
-import { startFlags } from './service-flags.ts';
+import { startServices } from './pipeline-services.ts';
 
 const VARIANTS = ['fast', 'slow', 'dead', 'hanging+trickling', 'flood-100k'] as const;
 type VariantName = (typeof VARIANTS)[number];
@@ -92,8 +91,6 @@ const TARGET_DEAD_CPU_PERCENT = 2;
 /** The outcomes whose handling publishes the delivery to RabbitMQ again. */
 const REPUBLISHING = ['retry_scheduled', 'deferred', 'queued'];
 
-const DISPATCHER = fileURLToPath(new URL('../../services/dispatcher/src/main.ts', import.meta.url));
-const RECORDER = fileURLToPath(new URL('../../services/recorder/src/main.ts', import.meta.url));
 const RECEIVER = fileURLToPath(new URL('./fairness-receiver.ts', import.meta.url));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -384,36 +381,18 @@ async function setUpSystem(run: Run): Promise<System> {
   }
 
   // The services: production defaults but for the private network and the test CA.
-  const serviceEnv = { DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_PREFIX: prefix };
-  const healthPort = await freePort();
-  const dispatcher = startChild(
-    `fairness-${key}-dispatcher`,
-    DISPATCHER,
-    {
-      ...serviceEnv,
-      DISPATCHER_HEALTH_PORT: String(healthPort),
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      WEBHOOK_CA_FILE: ca.caFile,
-    },
-    false,
-    startFlags('dispatcher'),
-  );
-  defer(() => dispatcher.stop());
-  // The dispatcher first: its queue is bound to the events exchange before anything is published.
-  await waitReady(dispatcher, `http://127.0.0.1:${healthPort}/readyz`);
-  const recorderHealth = await freePort();
-  const recorder = startChild(
-    `fairness-${key}-recorder`,
-    RECORDER,
-    {
-      ...serviceEnv,
-      RECORDER_HEALTH_PORT: String(recorderHealth),
-    },
-    false,
-    startFlags('recorder'),
-  );
-  defer(() => recorder.stop());
-  await waitReady(recorder, `http://127.0.0.1:${recorderHealth}/readyz`);
+  const {
+    dispatcher,
+    recorder,
+    dispatcherHealthPort: healthPort,
+  } = await startServices({
+    name: `fairness-${key}`,
+    databaseUrl: t.url,
+    amqpUrl,
+    amqpPrefix: prefix,
+    caFile: ca.caFile,
+    defer,
+  });
   const [agencyAId, agencyBId] = [agencyA.id, agencyB.id];
   return { t, receiverA, receiverB, agencyAId, agencyBId, aPath, dispatcher, recorder, healthPort };
 }

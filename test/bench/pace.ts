@@ -34,9 +34,9 @@ import {
   randomAmqpPrefix,
   type TestCa,
 } from '@trips/testkit';
-import { deleteAmqp, startChild, waitReady } from './dispatcher-procs.ts';
-import { fmt, freePort, onCleanup, runBench, table } from './lib.ts';
-import { startFlags } from './service-flags.ts';
+import { deleteAmqp, startChild } from './dispatcher-procs.ts';
+import { fmt, onCleanup, runBench, table } from './lib.ts';
+import { startServices } from './pipeline-services.ts';
 
 const RATE = Number(process.env.BENCH_PACE_RATE ?? 100);
 const OWNER_LIMIT = 20;
@@ -51,8 +51,6 @@ const SETTLE_S = 5;
 const MIN_SETTLED_S = 20;
 const TARGET_REFUSED_SHARE = 0.05;
 
-const DISPATCHER = fileURLToPath(new URL('../../services/dispatcher/src/main.ts', import.meta.url));
-const RECORDER = fileURLToPath(new URL('../../services/recorder/src/main.ts', import.meta.url));
 const RECEIVER = fileURLToPath(new URL('./pace-receiver.ts', import.meta.url));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -124,35 +122,14 @@ async function measure(
       .where('id', '=', webhook.id)
       .execute();
 
-  const serviceEnv = { DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_PREFIX: prefix };
-  const healthPort = await freePort();
-  const dispatcher = startChild(
-    `pace-${v.name}-dispatcher`,
-    DISPATCHER,
-    {
-      ...serviceEnv,
-      DISPATCHER_HEALTH_PORT: String(healthPort),
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      WEBHOOK_CA_FILE: ca.caFile,
-    },
-    false,
-    startFlags('dispatcher'),
-  );
-  defer(() => dispatcher.stop());
-  await waitReady(dispatcher, `http://127.0.0.1:${healthPort}/readyz`);
-  const recorderHealth = await freePort();
-  const recorder = startChild(
-    `pace-${v.name}-recorder`,
-    RECORDER,
-    {
-      ...serviceEnv,
-      RECORDER_HEALTH_PORT: String(recorderHealth),
-    },
-    false,
-    startFlags('recorder'),
-  );
-  defer(() => recorder.stop());
-  await waitReady(recorder, `http://127.0.0.1:${recorderHealth}/readyz`);
+  const { dispatcher } = await startServices({
+    name: `pace-${v.name}`,
+    databaseUrl: t.url,
+    amqpUrl,
+    amqpPrefix: prefix,
+    caFile: ca.caFile,
+    defer,
+  });
 
   const writer = createPool(t.url, { max: 1, applicationName: 'bench-pace-import' });
   defer(() => writer.end());

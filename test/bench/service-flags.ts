@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 export type Service = 'api' | 'recorder' | 'dispatcher';
 
-const THIS_CHECKOUT = fileURLToPath(new URL('../..', import.meta.url));
+export const THIS_CHECKOUT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** `tree`: the checkout whose services run (bench:pipeline's baseline runs another commit's). */
 export function startFlags(service: Service, tree = THIS_CHECKOUT): string[] {
