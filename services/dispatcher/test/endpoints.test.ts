@@ -1,5 +1,6 @@
 import type { AttemptResult } from '../src/sender.ts';
 import { Endpoints, type EndpointProtection, type GuardedResult } from '../src/endpoint/endpoints.ts';
+import { LANE_TURN_EVERY } from '../src/endpoint/slots.ts';
 
 // Per-endpoint protection (endpoints.ts), on its own: two slots, an endpoint slower than 100 ms
 // refuses inline attempts, an inline caller waits for a slot 150 ms at most, and a breaker that
@@ -132,7 +133,7 @@ test('a lane attempt starts at once or is refused at once: it never waits for a 
   expect(roomFor.filter((id) => id === 'whk_1')).toHaveLength(2);
 });
 
-test('inline callers wait for a busy endpoint, in order; freed slots go to the lane and the line in turn', async () => {
+test('inline callers wait for a busy endpoint, in order; freed slots go to the line first, one in LANE_TURN_EVERY to the lane', async () => {
   await endpoints.run('whk_1', UNPACED, answeringIn(20), true); // measured: 20 ms an attempt
   const started: string[] = [];
   const releases: (() => void)[] = [];
@@ -152,17 +153,28 @@ test('inline callers wait for a busy endpoint, in order; freed slots go to the l
     endpoints.run('whk_1', UNPACED, held('slot'), false),
     endpoints.run('whk_1', UNPACED, held('slot'), false),
   );
-  const line = [1, 2, 3].map((i) => endpoints.run('whk_1', UNPACED, held(`line ${i}`), true));
-  laneReady = 3;
-  for (let i = 0; i < 5; i++) {
+  const inLine = LANE_TURN_EVERY + 1;
+  const line = Array.from({ length: inLine }, (_, i) =>
+    endpoints.run('whk_1', UNPACED, held(`line ${i + 1}`), true),
+  );
+  laneReady = 2;
+  const lineNames = (from: number, to: number) =>
+    Array.from({ length: to - from + 1 }, (_, i) => `line ${from + i}`);
+  for (let i = 0; i < inLine + 1; i++) {
     releases[i]!();
     await sleep(5);
   }
-  expect(started).toEqual(['slot', 'slot', 'lane', 'line 1', 'lane', 'line 2', 'lane']);
-  // The last in line takes the next slot: the lane has nothing ready.
-  releases[5]!();
+  expect(started).toEqual([
+    'slot',
+    'slot',
+    ...lineNames(1, LANE_TURN_EVERY - 1),
+    'lane',
+    ...lineNames(LANE_TURN_EVERY, inLine),
+  ]);
+  // The line is empty: the next freed slot is the lane's.
+  releases[inLine + 1]!();
   await sleep(5);
-  expect(started.at(-1)).toBe('line 3');
+  expect(started.at(-1)).toBe('lane');
   for (const release of releases) release();
   expect((await Promise.all([...line, ...running])).every((o) => 'attempted' in o)).toBe(true);
   expect(endpoints.room('whk_1')).toBe(2);

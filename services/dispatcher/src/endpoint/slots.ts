@@ -1,6 +1,13 @@
 /** Weight of the newest attempt in the running mean of attempt durations. */
 const DURATION_WEIGHT = 0.2;
 
+/**
+ * While callers wait in the line, the lane takes one freed slot in this many: enough that it keeps
+ * moving and its claims start well within their lease, few enough that a moment's backlog in the
+ * lane does not take the line's slots and send the line after it (see `release`).
+ */
+export const LANE_TURN_EVERY = 8;
+
 export interface SlotOptions {
   /** Attempts in flight to the webhook from this process, at most. */
   concurrency: number;
@@ -22,7 +29,7 @@ export interface SlotOptions {
  *   slot until an answer arrives whole: each such attempt costs a TLS handshake on both sides.
  * - **The line.** An inline caller (one holding a RabbitMQ message) at a busy endpoint may wait for a
  *   slot in memory, in order, briefly: a burst then goes out at the endpoint's pace with no write.
- *   Freed slots go to the line and to the lane in turn, so neither starves the other.
+ *   Freed slots go to the line first, and one in LANE_TURN_EVERY to the lane.
  */
 export class Slots {
   private readonly options: SlotOptions;
@@ -30,8 +37,8 @@ export class Slots {
   private active = 0;
   /** Inline callers waiting for a slot, oldest first; each is told whether it got one. */
   private readonly line: ((gotSlot: boolean) => void)[] = [];
-  /** Whose turn the last freed slot was, while the line had callers (free). */
-  private laneTurn = false;
+  /** Slots freed while the line had callers since the lane's last turn. */
+  private sinceLaneTurn = 0;
   private trickling = false;
   /** Slots open now, before the cap: doubles with each answer, halves when asked to slow down. */
   private window = 1;
@@ -94,18 +101,25 @@ export class Slots {
   }
 
   /**
-   * An attempt ended. While callers wait in the line, the freed slot goes to the lane and to the
-   * line in turn; the lane takes its turn only if it has a delivery ready now.
+   * An attempt ended: its slot goes to the line first. The line's callers hold messages of queues
+   * every agency shares, and whoever's messages wait behind them in the prefetch; the lane's
+   * deliveries hold nothing and cost Postgres writes (held, claimed, released). Were the slots
+   * shared equally, a moment's backlog in the lane would halve the line's pace, so more callers
+   * would time out into the lane, and a busy endpoint would stay on the costlier way; the lane
+   * takes one freed slot in LANE_TURN_EVERY, and every slot while the line is empty.
    */
   release(): void {
     this.active--;
     if (this.line.length === 0) return this.options.onRoom();
-    this.laneTurn = !this.laneTurn;
-    if (this.laneTurn) this.options.onRoom();
+    const laneTurn = ++this.sinceLaneTurn >= LANE_TURN_EVERY;
+    if (laneTurn) {
+      this.sinceLaneTurn = 0;
+      this.options.onRoom();
+    }
     if (this.active < this.size && this.line.length > 0) {
       this.active++;
       this.line.shift()!(true);
-    } else if (!this.laneTurn) this.options.onRoom();
+    } else if (!laneTurn) this.options.onRoom();
   }
 
   /** What an attempt's end says of the endpoint: its duration, whether it answered, and how. */
