@@ -1,5 +1,5 @@
 // Part 2 of `pnpm bench:dispatcher`: isolation. One dispatcher with the production defaults
-// (DISPATCHER_PREFETCH 100, DISPATCHER_ENDPOINT_CONCURRENCY 10, WEBHOOK_TIMEOUT 10s,
+// (DISPATCHER_PREFETCH 100, DISPATCHER_ENDPOINT_CONCURRENCY 20, WEBHOOK_TIMEOUT 10s,
 // WEBHOOK_RETRY_DELAYS from 1m), ten webhooks of one agency, every event delivered to all ten:
 // rounds with all ten healthy and rounds with the tenth hanging (the receiver reads its requests
 // and never answers). The other nine must keep ≥ 0.9 × their throughput. The feeder keeps a

@@ -58,7 +58,7 @@ export const dispatcherSettings = {
   },
   DISPATCHER_ENDPOINT_CONCURRENCY: {
     kind: 'int',
-    default: 10,
+    default: 20,
     min: 1,
     max: 1_000,
     readers: DISPATCHER,
