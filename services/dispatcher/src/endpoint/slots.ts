@@ -44,6 +44,8 @@ export class Slots {
   private window = 1;
   /** Running mean of attempt durations, ms; undefined until one finished. */
   meanDurationMs: number | undefined;
+  /** When the first attempt started (performance.now()), while none has finished. */
+  private firstStartedAt: number | undefined;
 
   constructor(options: SlotOptions) {
     this.options = options;
@@ -65,17 +67,17 @@ export class Slots {
   /** Whether an inline caller may join the line: only as many as the recent pace serves in time. */
   get lineHasRoom(): boolean {
     if (this.options.inlineWaitMs <= 0) return false;
-    // Unmeasured yet (the first attempts are still out): the time bound alone.
-    const served =
-      this.meanDurationMs === undefined
-        ? Infinity
-        : this.options.inlineWaitMs / Math.max(1, this.meanDurationMs);
+    // Unmeasured yet: the first attempt's time so far is the least it will take. An endpoint new to
+    // the process that hangs then holds no shared message for the inline wait once that is past.
+    const durationMs = this.meanDurationMs ?? performance.now() - (this.firstStartedAt ?? performance.now());
+    const served = this.options.inlineWaitMs / Math.max(1, durationMs);
     return this.line.length < Math.floor(this.size * served);
   }
 
   /** Takes a free slot; answers false when none is free. */
   take(): boolean {
     if (this.active >= this.size) return false;
+    if (this.meanDurationMs === undefined) this.firstStartedAt ??= performance.now();
     this.active++;
     return true;
   }
