@@ -209,6 +209,23 @@ test('a new endpoint whose first attempt has been out longer than the inline wai
   await first;
 });
 
+test('an endpoint whose every attempt has been out longer than the inline wait has no line', async () => {
+  await answeredOnce('whk_1'); // fast until now: two slots
+  let release!: () => void;
+  const hung = new Promise<AttemptResult>((resolve) => (release = () => resolve(result())));
+  const slots = [
+    endpoints.run('whk_1', UNPACED, () => hung, true),
+    endpoints.run('whk_1', UNPACED, () => hung, true),
+  ];
+  await sleep(160);
+  const started = performance.now();
+  expect(deferred(await endpoints.run('whk_1', UNPACED, answeringIn(0), true))).toBe('endpoint_busy');
+  expect(performance.now() - started).toBeLessThan(50);
+  release();
+  await Promise.all(slots);
+  expect(endpoints.room('whk_1')).toBe(2);
+});
+
 test('an inline caller is refused at once when the line would not clear in time', async () => {
   // 60 ms an attempt: two slots serve 5 waiting callers within 150 ms; a 6th is refused at once.
   await endpoints.run('whk_1', UNPACED, answeringIn(60), true);

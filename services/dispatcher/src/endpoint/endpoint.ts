@@ -169,13 +169,13 @@ export class Endpoint {
         return { deferred: 'paced' };
       }
     }
-    const startedAt = performance.now();
+    const sentAt = this.slots.sending();
     try {
       const result = await this.breaker.fire(send);
       if (!result) return { deferred: 'circuit_open' };
-      return { attempted: result, ...this.observe(performance.now() - startedAt, result) };
+      return { attempted: result, ...this.observe(performance.now() - sentAt, result) };
     } finally {
-      this.slots.release();
+      this.slots.release(sentAt);
     }
   }
 

@@ -44,8 +44,8 @@ export class Slots {
   private window = 1;
   /** Running mean of attempt durations, ms; undefined until one finished. */
   meanDurationMs: number | undefined;
-  /** When the first attempt started (performance.now()), while none has finished. */
-  private firstStartedAt: number | undefined;
+  /** When each attempt in flight was sent (performance.now()). */
+  private readonly sentAt: number[] = [];
 
   constructor(options: SlotOptions) {
     this.options = options;
@@ -64,20 +64,25 @@ export class Slots {
     return Math.max(0, this.size - this.active);
   }
 
-  /** Whether an inline caller may join the line: only as many as the recent pace serves in time. */
+  /**
+   * Whether an inline caller may join the line: only as many as the recent pace serves in time, by
+   * the slots that may free within the inline wait. An attempt out longer than that frees none in
+   * time: an endpoint that has just begun to hang holds no shared message for the inline wait.
+   */
   get lineHasRoom(): boolean {
-    if (this.options.inlineWaitMs <= 0) return false;
-    // Unmeasured yet: the first attempt's time so far is the least it will take. An endpoint new to
-    // the process that hangs then holds no shared message for the inline wait once that is past.
-    const durationMs = this.meanDurationMs ?? performance.now() - (this.firstStartedAt ?? performance.now());
-    const served = this.options.inlineWaitMs / Math.max(1, durationMs);
-    return this.line.length < Math.floor(this.size * served);
+    const waitMs = this.options.inlineWaitMs;
+    if (waitMs <= 0) return false;
+    const now = performance.now();
+    const turning = this.size - this.sentAt.filter((at) => now - at >= waitMs).length;
+    if (turning <= 0) return false;
+    // Unmeasured yet (the first attempts are still out): the time bound alone.
+    const served = this.meanDurationMs === undefined ? Infinity : waitMs / Math.max(1, this.meanDurationMs);
+    return this.line.length < Math.floor(turning * served);
   }
 
   /** Takes a free slot; answers false when none is free. */
   take(): boolean {
     if (this.active >= this.size) return false;
-    if (this.meanDurationMs === undefined) this.firstStartedAt ??= performance.now();
     this.active++;
     return true;
   }
@@ -97,6 +102,13 @@ export class Slots {
     });
   }
 
+  /** The slot's attempt is sent now; answers when, for `release`. */
+  sending(): number {
+    const at = performance.now();
+    this.sentAt.push(at);
+    return at;
+  }
+
   /** Sends everyone in the line away without a slot (the receiver asked us to wait). */
   clearLine(): void {
     for (const waiter of this.line.splice(0)) waiter(false);
@@ -108,10 +120,12 @@ export class Slots {
    * deliveries hold nothing and cost Postgres writes (held, claimed, released). Were the slots
    * shared equally, a moment's backlog in the lane would halve the line's pace, so more callers
    * would time out into the lane, and a busy endpoint would stay on the costlier way; the lane
-   * takes one freed slot in LANE_TURN_EVERY, and every slot while the line is empty.
+   * takes one freed slot in LANE_TURN_EVERY, and every slot while the line is empty. `sentAt`: what
+   * `sending` answered, when the slot's attempt was sent.
    */
-  release(): void {
+  release(sentAt?: number): void {
     this.active--;
+    if (sentAt !== undefined) this.sentAt.splice(this.sentAt.indexOf(sentAt), 1);
     if (this.line.length === 0) return this.options.onRoom();
     const laneTurn = ++this.sinceLaneTurn >= LANE_TURN_EVERY;
     if (laneTurn) {
