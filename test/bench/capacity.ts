@@ -66,9 +66,9 @@ interface Step {
 }
 
 async function runStep(system: System, rate: number, step: number): Promise<Step> {
-  const writer = writeTrips(system.writer, system.agencyId, rate, `trp_c${step}_`);
-  await sleep(WARMUP_SECONDS * 1000);
-  // The API load beside the measured window: paced minutes of soak-api-load.ts.
+  // The API load beside the measured window: paced minutes of soak-api-load.ts. It starts with the
+  // writes, so that its own start (new connections, the API's first requests) falls in the warm-up
+  // too, and is measured from the window's start.
   const apiDone = system.load.next<{ p99: number; failures: number }>((m) => m.done === true);
   apiDone.catch(() => {}); // awaited below; this only keeps an early crash from being unhandled
   system.load.process.send({
@@ -78,7 +78,10 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
     paths: system.readPaths,
     rate: API_RATE,
     minutes: Math.ceil(STEP_SECONDS / 60),
+    warmupSeconds: WARMUP_SECONDS + 1,
   });
+  const writer = writeTrips(system.writer, system.agencyId, rate, `trp_c${step}_`);
+  await sleep(WARMUP_SECONDS * 1000);
   const arrived = new Map<string, number>();
   const recorded = new Map<string, number>();
   const collect = async () => {

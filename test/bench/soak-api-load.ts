@@ -2,7 +2,7 @@
 // event loop that does nothing else, while the parent writes the events and keeps the books. One
 // paced() run per minute, back to back, so the parent can print each minute as it ends. IPC:
 //   child  → { ready: true }
-//   parent → { op: 'run', url, headers, paths, rate, minutes }
+//   parent → { op: 'run', url, headers, paths, rate, minutes, warmupSeconds? }
 //   child  → { minute, rps, p50, p95, p99, failures }   after each minute
 //   child  → { done: true, rps, p50, p95, p99, failures } over every minute
 // A parent may send runs one after another (bench:capacity sends one per step).
@@ -17,6 +17,8 @@ interface Run {
   paths: string[];
   rate: number;
   minutes: number;
+  /** Unmeasured seconds at the same pace before the first minute's measured 59 s (1 by default). */
+  warmupSeconds?: number;
 }
 
 /** As bench:api's paced rounds, so "half the maximum" means the same load. */
@@ -47,7 +49,7 @@ process.on('message', (run: Run) => {
         rate: run.rate,
         connections: CONNECTIONS,
         seconds: MEASURED_SECONDS,
-        warmupSeconds: WARMUP_SECONDS,
+        warmupSeconds: minute === 1 ? (run.warmupSeconds ?? WARMUP_SECONDS) : WARMUP_SECONDS,
       });
       // A typed array sorts numerically and holds ten minutes at 2 500 req/s in 12 MB.
       const sorted = Float64Array.from(result.latencies).sort();
