@@ -42,7 +42,7 @@ export interface QueueLimits {
   /**
    * Ready messages in the events queue, and in the express queue: a new event waits behind about
    * this many. A quorum queue takes a whole burst while it is under its bound, so it overshoots by
-   * one of the recorder's publish chunks at most (PUBLISH_CHUNK in the recorder's publish-pace.ts).
+   * the events the recorder has in flight at most (PUBLISH_IN_FLIGHT in its publish-pace.ts).
    */
   events: number;
   /** Messages in each delay queue at most. */

@@ -1,5 +1,5 @@
-// The publisher's channel to RabbitMQ: sends a batch's events with publisher confirms, a chunk at a
-// time, and says which a queue took, how many RabbitMQ refused, and what else failed.
+// The publisher's channel to RabbitMQ: sends a batch's events with publisher confirms, a few
+// unconfirmed at a time, and says which a queue took, how many RabbitMQ refused, and what else failed.
 import { eventMessageProperties, PublishRefused } from '@trips/broker';
 import { ConfirmPublisher, type AmqpConnectionManager, type Message } from '@trips/broker/client';
 import type { StoredEvent, UnpublishedEvent } from '@trips/db/events';
@@ -60,25 +60,25 @@ export class EventsChannel {
   }
 
   /**
-   * Sends the events in chunks of `chunkSize`, each confirmed before the next goes, stopping after
-   * the first chunk with a failure (Publisher.publish says why). `express`: those that go to the
-   * express exchange.
+   * Sends the events in order with at most `inFlight` of them unconfirmed at a time: each confirm
+   * lets the next go, and the first failure lets no more go (Publisher.publish says why); those in
+   * flight then settle. `express`: those that go to the express exchange.
+   *
+   * Why a window that slides rather than chunks each confirmed whole before the next: a quorum
+   * queue confirms an enqueue once it is written, in batches as its writes allow, so a chunk waited
+   * for its slowest confirm while the first ones had made room; measured against the machine's
+   * RabbitMQ, 80 in flight took about twice the messages a second of chunks of 80, about as many as
+   * chunks of 250. The bound on what is in flight, which is what a full queue overshoots by, is the same.
    */
   async send(
     events: readonly UnpublishedEvent[],
     express: ReadonlySet<StoredEvent>,
-    chunkSize: number,
+    inFlight: number,
   ): Promise<Sent> {
     this.returned.clear();
-    const settled: PromiseSettledResult<unknown>[] = [];
-    for (let i = 0; i < events.length; i += chunkSize) {
-      const chunk = events.slice(i, i + chunkSize);
-      const results = await Promise.allSettled(chunk.map((e) => this.publish(e, express.has(e))));
-      settled.push(...results);
-      if (results.some((r) => r.status === 'rejected')) break;
-    }
+    const settled = await this.slide(events, express, inFlight);
     const confirmed = events.filter((_, i) => settled[i]?.status === 'fulfilled');
-    const failures = settled.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
+    const failures = settled.flatMap((r) => (r?.status === 'rejected' ? [r.reason as Error] : []));
     const failure = failures.find((f) => !isRefusal(f));
     return {
       confirmed,
@@ -90,7 +90,39 @@ export class EventsChannel {
     };
   }
 
-  private publish(e: UnpublishedEvent, express: boolean): Promise<unknown> {
+  /** Each event's publish settled, by its place; none for those not sent after a failure. */
+  private slide(
+    events: readonly UnpublishedEvent[],
+    express: ReadonlySet<StoredEvent>,
+    inFlight: number,
+  ): Promise<(PromiseSettledResult<unknown> | undefined)[]> {
+    const settled: (PromiseSettledResult<unknown> | undefined)[] = [];
+    let next = 0;
+    let pending = 0;
+    let failed = false;
+    return new Promise((resolve) => {
+      const pump = () => {
+        while (!failed && pending < inFlight && next < events.length) {
+          const i = next++;
+          pending++;
+          this.publish(events[i]!, express.has(events[i]!)).then(
+            (value) => done(i, { status: 'fulfilled', value }),
+            (reason: unknown) => done(i, { status: 'rejected', reason }),
+          );
+        }
+        if (pending === 0) resolve(settled);
+      };
+      const done = (i: number, result: PromiseSettledResult<unknown>) => {
+        settled[i] = result;
+        if (result.status === 'rejected') failed = true;
+        pending--;
+        pump();
+      };
+      pump();
+    });
+  }
+
+  private async publish(e: UnpublishedEvent, express: boolean): Promise<unknown> {
     const exchange = express ? this.options.expressExchange : this.options.exchange;
     const properties = { ...eventMessageProperties(e), mandatory: true };
     // Tracing on: the span's context goes in the headers, so it must start before the publish.

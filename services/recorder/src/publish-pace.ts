@@ -13,15 +13,15 @@ export const REFUSED_RETRY_MS = 5;
  * queue refused whole (it took 0) must still probe for room.
  */
 export const MIN_WINDOW = 16;
-/** Events published at once, then confirmed before the next chunk goes (Publisher.publish says why). */
-export const PUBLISH_CHUNK = 20;
+/** Events published and not yet confirmed, at most (Publisher.publish says why). */
+export const PUBLISH_IN_FLIGHT = 20;
 /**
- * The chunk while the queue takes whole batches (the window at the batch size): with a confirm
- * round trip per chunk of PUBLISH_CHUNK, publishing fell behind recording when nothing was full.
- * The first refusal after such a calm puts at most this many events ahead of the next agency's,
- * once; refusals then shrink the window, and chunks are PUBLISH_CHUNK until whole batches go again.
+ * Events in flight while the queue takes whole batches (the window at the batch size): with
+ * PUBLISH_IN_FLIGHT, publishing fell behind recording when nothing was full. The first refusal
+ * after such a calm puts at most this many events ahead of the next agency's, once; refusals then
+ * shrink the window, and PUBLISH_IN_FLIGHT holds until whole batches go again.
  */
-export const CALM_PUBLISH_CHUNK = 80;
+export const CALM_PUBLISH_IN_FLIGHT = 80;
 
 /** What RabbitMQ made of a batch: how many events it confirmed, of those how many a queue took, and how many it refused. */
 export interface BatchAnswer {
@@ -66,9 +66,9 @@ export class PublishPace {
     return this.size >= this.batchSize;
   }
 
-  /** How many events go before their confirms are awaited. */
-  get chunk(): number {
-    return this.calm ? CALM_PUBLISH_CHUNK : PUBLISH_CHUNK;
+  /** How many events may wait for their confirms at once. */
+  get inFlight(): number {
+    return this.calm ? CALM_PUBLISH_IN_FLIGHT : PUBLISH_IN_FLIGHT;
   }
 
   /** Whether the next batch must wait still. */

@@ -208,8 +208,10 @@ export class Publisher {
         try {
           const bySeq = new Map(recorded.map((e) => [e.seq, e]));
           const head = (seqs as { seq: number }[]).map(({ seq }) => bySeq.get(seq));
-          // Rows of events recorded before this batch are not at hand: takeUnpublished reads them.
-          const held = head.every((e) => e !== undefined) ? head : undefined;
+          // Rows of events recorded before this batch are not at hand: takeUnpublished reads them,
+          // or, behind a backlog longer than the window (its seqs say so), walks it at once.
+          const longer = head.length > this.pace.window ? 'longer' : undefined;
+          const held = head.every((e) => e !== undefined) ? head : longer;
           const published = await this.publish(conn, lock as { ok: boolean }[], held);
           if (this.last !== 'calm' || published === 0) {
             this.next = 'expected';
@@ -241,12 +243,13 @@ export class Publisher {
 
   /**
    * The batch, once its transaction is open and has tried the lock: takes the head (read already,
-   * or, given none, read by takeUnpublished), publishes, forgets what was confirmed, commits.
+   * or, given none, read by takeUnpublished; behind a longer backlog, walked), publishes, forgets
+   * what was confirmed, commits.
    */
   private async publish(
     conn: Kysely<Database>,
     lock: { ok: boolean }[],
-    head: UnpublishedEvent[] | undefined,
+    head: UnpublishedEvent[] | 'longer' | undefined,
   ): Promise<number> {
     if (!lock[0]!.ok) {
       await rollback(conn);
@@ -258,11 +261,15 @@ export class Publisher {
     // Quiet agencies' events first, to the express queue: they never wait behind an import.
     const express = quietAgencyEvents(taken, window);
     const events = [...taken.filter((e) => express.has(e)), ...taken.filter((e) => !express.has(e))];
-    // In chunks, stopping at the first refusal: a queue bounded by x-max-length takes a whole
-    // burst while it is below its bound, so one large burst would put a whole batch ahead of the
-    // next agency's event. A chunk at a time, the queue overshoots by one chunk at most; larger
-    // chunks while it has not refused lately (CALM_PUBLISH_CHUNK).
-    const { confirmed, routed, refused, failure } = await this.events.send(events, express, this.pace.chunk);
+    // A few unconfirmed at a time, stopping at the first refusal: a queue bounded by x-max-length
+    // takes a whole burst while it is below its bound, so one large burst would put a whole batch
+    // ahead of the next agency's event. With at most PUBLISH_IN_FLIGHT unconfirmed, the queue
+    // overshoots by that many at most; more while it has not refused lately (CALM_PUBLISH_IN_FLIGHT).
+    const { confirmed, routed, refused, failure } = await this.events.send(
+      events,
+      express,
+      this.pace.inFlight,
+    );
     // Failed otherwise (not confirmed in time, the channel gone): the broker is away; with
     // nothing confirmed the batch fails, to be tried again after the loop's back-off.
     if (confirmed.length === 0 && failure) throw failure;

@@ -12,7 +12,12 @@ import {
   type TestDatabase,
 } from '@trips/testkit';
 import { EXPRESS_MAX_BACKLOG } from '../src/express.ts';
-import { CALM_PUBLISH_CHUNK, MIN_WINDOW, PUBLISH_CHUNK, REFUSED_RETRY_MS } from '../src/publish-pace.ts';
+import {
+  CALM_PUBLISH_IN_FLIGHT,
+  MIN_WINDOW,
+  PUBLISH_IN_FLIGHT,
+  REFUSED_RETRY_MS,
+} from '../src/publish-pace.ts';
 import { Publisher } from '../src/publisher.ts';
 import { drain, handRecorder, hostWrite, sleep } from './helpers.ts';
 
@@ -306,7 +311,7 @@ test('after refusals the next batch is no larger than what the queue took (MIN_W
   await record('agy_bp_sa', 80);
   // B's events run out in the first batch.
   await record('agy_bp_sb', MANY, 'contacts');
-  const { publisher, logs } = startPublisher(exchange, 2 * PUBLISH_CHUNK);
+  const { publisher, logs } = startPublisher(exchange, 2 * PUBLISH_IN_FLIGHT);
   let seen = 0;
   const offered = async () => {
     const delta = (await messageCount(tap)) - seen;
@@ -319,9 +324,9 @@ test('after refusals the next batch is no larger than what the queue took (MIN_W
     return { offered: await offered(), published };
   };
   try {
-    // No refusal yet: the whole batch goes in one chunk (CALM_PUBLISH_CHUNK). B's taken, A's refused.
-    expect(2 * PUBLISH_CHUNK).toBeLessThanOrEqual(CALM_PUBLISH_CHUNK);
-    expect(await batch()).toEqual({ offered: 2 * PUBLISH_CHUNK, published: MANY });
+    // No refusal yet: the whole batch goes at once (CALM_PUBLISH_IN_FLIGHT). B's taken, A's refused.
+    expect(2 * PUBLISH_IN_FLIGHT).toBeLessThanOrEqual(CALM_PUBLISH_IN_FLIGHT);
+    expect(await batch()).toEqual({ offered: 2 * PUBLISH_IN_FLIGHT, published: MANY });
     // What the queue took is less than the floor: MIN_WINDOW, only A's left, refused whole.
     expect(await batch()).toEqual({ offered: MIN_WINDOW, published: 0 });
     expect(await batch()).toEqual({ offered: MIN_WINDOW, published: 0 });
@@ -334,12 +339,13 @@ test('after refusals the next batch is no larger than what the queue took (MIN_W
       published: MIN_WINDOW,
       offered: batches * MIN_WINDOW,
     });
-    // … then twice that, 32, in chunks of PUBLISH_CHUNK (20). The queue (16 of 20) takes at least
-    // up to one past its bound. Where RabbitMQ's word of the bound reaches the channel within the
-    // first chunk, a refusal there ends the batch after 20 offered; otherwise the whole chunk is
-    // taken and the second, refused, makes 32. Either way more than the floor's 16: it doubled.
+    // … then twice that, 32, at most PUBLISH_IN_FLIGHT (20) unconfirmed. The queue (16 of 20) takes
+    // at least up to one past its bound. The first 20 go at once; each confirm before the first
+    // refusal lets one more go, so the batch ends after 20 to 32 offered: more than the floor's 16,
+    // it doubled.
     const doubled = await batch();
-    expect([PUBLISH_CHUNK, 2 * MIN_WINDOW]).toContain(doubled.offered);
+    expect(doubled.offered).toBeGreaterThanOrEqual(PUBLISH_IN_FLIGHT);
+    expect(doubled.offered).toBeLessThanOrEqual(2 * MIN_WINDOW);
     expect(doubled.published).toBeGreaterThanOrEqual(20 + 1 - MIN_WINDOW);
     expect(await unpublished()).toHaveLength(80 - MIN_WINDOW - doubled.published);
 

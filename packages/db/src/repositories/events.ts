@@ -139,12 +139,13 @@ export async function dropExpiredEventPartitions(trx: Db, cutoff: Date): Promise
  *
  * The walk is round-robin.ts's (the index is (agency_id, seq), migration 0015). The caller holds
  * PUBLISH_LOCK, so there is one publisher. A caller may have read the head already, in a script
- * (unpublishedHead).
+ * (unpublishedHead), or know from the head's seqs (unpublishedHeadSeqs) that more than `limit`
+ * events wait ('longer'): only the publisher deletes them, so they still do.
  */
 export async function takeUnpublished(
   db: Db,
   limit: number,
-  head?: readonly UnpublishedEvent[],
+  head?: readonly UnpublishedEvent[] | 'longer',
 ): Promise<UnpublishedEvent[]> {
   return takeRoundRobin<UnpublishedEvent>(db, UNPUBLISHED, limit, head);
 }
@@ -157,8 +158,8 @@ export const unpublishedHead = (limit: number): Statement => queueHead(UNPUBLISH
 /**
  * The seqs of the oldest `limit + 1` unpublished events, for a script whose caller has just
  * recorded events and so may hold the head's rows already (the recorder's publish, publisher.ts):
- * the rows are then not read twice. When it does not hold them all, takeUnpublished without a
- * head reads them.
+ * the rows are then not read twice. When it does not hold them all, takeUnpublished reads them,
+ * or, with more than `limit` waiting, walks the backlog at once.
  */
 export const unpublishedHeadSeqs = (limit: number): Statement =>
   CompiledQuery.raw('SELECT seq FROM events_unpublished ORDER BY seq LIMIT $1', [limit + 1]);

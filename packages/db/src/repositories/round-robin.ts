@@ -32,14 +32,17 @@ export async function takeRoundRobin<Row extends { agency_id: string }>(
   db: Kysely<Database> | Transaction<Database>,
   queue: Queue,
   limit: number,
-  head?: readonly Row[],
+  head?: readonly Row[] | 'longer',
 ): Promise<Row[]> {
   // Most takes find the whole queue shorter than `limit`: a recorder keeping up takes what a few
   // milliseconds of writes left. Then every row is taken, and only their order is the walk's,
   // which is put right here; the walk below, planned afresh each time, is for a backlog. A caller
-  // may have read the head already, in a script with other statements (queueHead).
-  head ??= (await db.executeQuery<Row>(queueHead(queue, limit))).rows;
-  if (head.length <= limit) return inTurns(head);
+  // may have read the head already, in a script with other statements (queueHead), or know the
+  // queue is longer than `limit` ('longer'): then the head's rows would only be read to be dropped.
+  if (head !== 'longer') {
+    head ??= (await db.executeQuery<Row>(queueHead(queue, limit))).rows;
+    if (head.length <= limit) return inTurns(head);
+  }
   const [, rows] = await runScript(db, [
     sql`SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true),
                set_config('enable_bitmapscan', 'off', true)`.compile(db),
