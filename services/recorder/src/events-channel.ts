@@ -14,6 +14,12 @@ export interface EventsChannelOptions {
   publishTimeoutMs: number;
 }
 
+/** Events to send, in order; `express`: those that go to the express exchange. */
+export interface Outgoing {
+  events: readonly UnpublishedEvent[];
+  express: ReadonlySet<StoredEvent>;
+}
+
 /** What became of a batch's events. */
 export interface Sent {
   /** Those RabbitMQ confirmed, in the order sent. */
@@ -62,7 +68,9 @@ export class EventsChannel {
   /**
    * Sends the events in order with at most `inFlight` of them unconfirmed at a time: each confirm
    * lets the next go, and the first failure lets no more go (Publisher.publish says why); those in
-   * flight then settle. `express`: those that go to the express exchange.
+   * flight then settle. `express`: those that go to the express exchange. `more`, when given, is
+   * asked for more events once every event so far has gone, while none failed (a batch's next
+   * take); they go on in the same window, after the others. It answers none to end the batch.
    *
    * Why a window that slides rather than chunks each confirmed whole before the next: a quorum
    * queue confirms an enqueue once it is written, in batches as its writes allow, so a chunk waited
@@ -70,13 +78,9 @@ export class EventsChannel {
    * RabbitMQ, 80 in flight took about twice the messages a second of chunks of 80, about as many as
    * chunks of 250. The bound on what is in flight, which is what a full queue overshoots by, is the same.
    */
-  async send(
-    events: readonly UnpublishedEvent[],
-    express: ReadonlySet<StoredEvent>,
-    inFlight: number,
-  ): Promise<Sent> {
+  async send(batch: Outgoing, inFlight: number, more?: () => Promise<Outgoing | undefined>): Promise<Sent> {
     this.returned.clear();
-    const settled = await this.slide(events, express, inFlight);
+    const { events, settled } = await this.slide(batch, inFlight, more);
     const confirmed = events.filter((_, i) => settled[i]?.status === 'fulfilled');
     const failures = settled.flatMap((r) => (r?.status === 'rejected' ? [r.reason as Error] : []));
     const failure = failures.find((f) => !isRefusal(f));
@@ -90,17 +94,25 @@ export class EventsChannel {
     };
   }
 
-  /** Each event's publish settled, by its place; none for those not sent after a failure. */
+  /**
+   * Every event the batch had (`more`'s too) and each one's publish settled, by its place; none
+   * for those not sent after a failure. Rejects with `more`'s error, once those in flight settled.
+   */
   private slide(
-    events: readonly UnpublishedEvent[],
-    express: ReadonlySet<StoredEvent>,
+    batch: Outgoing,
     inFlight: number,
-  ): Promise<(PromiseSettledResult<unknown> | undefined)[]> {
+    more: (() => Promise<Outgoing | undefined>) | undefined,
+  ): Promise<{ events: UnpublishedEvent[]; settled: (PromiseSettledResult<unknown> | undefined)[] }> {
+    const events = [...batch.events];
+    const express = new Set(batch.express);
     const settled: (PromiseSettledResult<unknown> | undefined)[] = [];
     let next = 0;
     let pending = 0;
     let failed = false;
-    return new Promise((resolve) => {
+    let asking = false;
+    let ended = !more;
+    let error: { cause: unknown } | undefined;
+    return new Promise((resolve, reject) => {
       const pump = () => {
         while (!failed && pending < inFlight && next < events.length) {
           const i = next++;
@@ -110,13 +122,35 @@ export class EventsChannel {
             (reason: unknown) => done(i, { status: 'rejected', reason }),
           );
         }
-        if (pending === 0) resolve(settled);
+        if (!failed && !ended && !asking && next === events.length) ask();
+        if (pending > 0 || asking) return;
+        if (error) reject(error.cause as Error);
+        else resolve({ events, settled });
       };
       const done = (i: number, result: PromiseSettledResult<unknown>) => {
         settled[i] = result;
         if (result.status === 'rejected') failed = true;
         pending--;
         pump();
+      };
+      const ask = () => {
+        asking = true;
+        more!().then(
+          (taken) => {
+            if (taken?.events.length) {
+              events.push(...taken.events);
+              for (const e of taken.express) express.add(e);
+            } else ended = true;
+            asking = false;
+            pump();
+          },
+          (cause: unknown) => {
+            error = { cause };
+            failed = ended = true;
+            asking = false;
+            pump();
+          },
+        );
       };
       pump();
     });

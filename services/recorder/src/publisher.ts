@@ -5,6 +5,8 @@ import { tryPublishLock } from '@trips/db/advisory-locks';
 import {
   hasUnpublishedEvents,
   markPublished,
+  restoreUnpublished,
+  takeMoreUnpublished,
   takeUnpublished,
   unpublishedHead,
   unpublishedHeadSeqs,
@@ -12,9 +14,25 @@ import {
 } from '@trips/db/events';
 import { begin, commit, onOneConnection, rollback, runScript, type Statement } from '@trips/db/script';
 import type { Logger } from '@trips/runtime';
-import { EventsChannel } from './events-channel.ts';
+import { EventsChannel, type Outgoing } from './events-channel.ts';
 import { quietAgencyEvents } from './express.ts';
 import { PublishPace } from './publish-pace.ts';
+
+/**
+ * Takes a batch goes on to while the queue takes whole batches (Publisher.publish): its events
+ * are forgotten, and put back if need be, only when it commits, so a crash republishes at most
+ * this many windows.
+ */
+const MAX_TAKES = 8;
+
+/** A take as it goes out: quiet agencies' events first, to the express queue (express.ts). */
+function outgoing(taken: readonly UnpublishedEvent[], window: number): Outgoing {
+  const express = quietAgencyEvents(taken, window);
+  return {
+    events: [...taken.filter((e) => express.has(e)), ...taken.filter((e) => !express.has(e))],
+    express,
+  };
+}
 
 /**
  * What the last batch found: RabbitMQ confirmed all it took ('calm'); it took a full window or
@@ -257,40 +275,59 @@ export class Publisher {
       return 0;
     }
     const window = this.pace.window;
-    const taken = await takeUnpublished(conn, window, head);
-    // Quiet agencies' events first, to the express queue: they never wait behind an import.
-    const express = quietAgencyEvents(taken, window);
-    const events = [...taken.filter((e) => express.has(e)), ...taken.filter((e) => !express.has(e))];
+    const takes = [await takeUnpublished(conn, window, head)];
+    // While the queue takes whole batches, a full take is followed by the next, in the same
+    // transaction, once the last has gone out (before its confirms: the window never runs dry).
+    const more = async () => {
+      const last = takes.at(-1)!;
+      if (!this.pace.calm || last.length < window || takes.length >= MAX_TAKES) return undefined;
+      takes.push(
+        await takeMoreUnpublished(
+          conn,
+          window,
+          last.map((e) => e.seq),
+        ),
+      );
+      return outgoing(takes.at(-1)!, window);
+    };
     // A few unconfirmed at a time, stopping at the first refusal: a queue bounded by x-max-length
     // takes a whole burst while it is below its bound, so one large burst would put a whole batch
     // ahead of the next agency's event. With at most PUBLISH_IN_FLIGHT unconfirmed, the queue
     // overshoots by that many at most; more while it has not refused lately (CALM_PUBLISH_IN_FLIGHT).
     const { confirmed, routed, refused, failure } = await this.events.send(
-      events,
-      express,
+      outgoing(takes[0]!, window),
       this.pace.inFlight,
+      more,
     );
     // Failed otherwise (not confirmed in time, the channel gone): the broker is away; with
     // nothing confirmed the batch fails, to be tried again after the loop's back-off.
     if (confirmed.length === 0 && failure) throw failure;
     const full = this.pace.answered({ confirmed: confirmed.length, routed: routed.length, refused });
-    this.last = full ? 'full' : taken.length >= window || refused > 0 ? 'more' : 'calm';
+    const last = takes.at(-1)!;
+    this.last = full ? 'full' : last.length >= window || refused > 0 ? 'more' : 'calm';
     if (this.last !== 'calm') this.next = 'expected';
-    await runScript(conn, [...markPublished(routed.map((e) => e.seq)), commit]);
+    // The takes before the last were forgotten as the next was taken: those no queue took go back.
+    const took = new Set(routed);
+    await runScript(conn, [
+      ...restoreUnpublished(takes.slice(0, -1).flatMap((t) => t.filter((e) => !took.has(e)))),
+      ...markPublished(last.filter((e) => took.has(e)).map((e) => e.seq)),
+      commit,
+    ]);
     this.options.onPublished?.(routed);
-    if (routed.length) this.logBatch(routed);
+    if (routed.length) logBatch(this.logger, routed);
     return routed.length;
   }
+}
 
-  private logBatch(routed: UnpublishedEvent[]): void {
-    for (const e of routed) this.logger.debug({ eventId: e.id, seq: e.seq, type: e.type }, 'published');
-    this.logger.info(
-      {
-        published: routed.length,
-        eventIds: routed.length <= 10 ? routed.map((e) => e.id) : undefined,
-        seqs: [routed[0]!.seq, routed.at(-1)!.seq],
-      },
-      'batch published',
-    );
-  }
+/** The batch's lines: one per event at debug, one for the batch. */
+function logBatch(logger: Logger, routed: readonly UnpublishedEvent[]): void {
+  for (const e of routed) logger.debug({ eventId: e.id, seq: e.seq, type: e.type }, 'published');
+  logger.info(
+    {
+      published: routed.length,
+      eventIds: routed.length <= 10 ? routed.map((e) => e.id) : undefined,
+      seqs: [routed[0]!.seq, routed.at(-1)!.seq],
+    },
+    'batch published',
+  );
 }

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
-import { takeUnpublished } from '@trips/db/events';
+import { restoreUnpublished, takeMoreUnpublished, takeUnpublished } from '@trips/db/events';
+import { runScript } from '@trips/db/script';
 import {
   amqpUrl,
   createTestDatabase,
@@ -300,6 +301,24 @@ test('takeUnpublished takes round-robin across agencies: every oldest, then ever
   expect(await unpublished()).toHaveLength(14);
 });
 
+test('a take after the first forgets the last in its transaction; restoreUnpublished puts events back as they were', async () => {
+  await record('agy_bp_more', 6);
+  const rows = () => t.db.selectFrom('events_unpublished').selectAll().orderBy('seq').execute();
+  const before = await rows();
+  await t.db.transaction().execute(async (trx) => {
+    const first = await takeUnpublished(trx, 3);
+    const second = await takeMoreUnpublished(
+      trx,
+      3,
+      first.map((e) => e.seq),
+    );
+    expect(second.map((e) => e.seq)).toEqual(before.slice(3).map((e) => e.seq));
+    expect(await takeMoreUnpublished(trx, 3, [])).toEqual(second);
+    await runScript(trx, restoreUnpublished(first));
+  });
+  expect(await rows()).toEqual(before);
+});
+
 test('after refusals the next batch is no larger than what the queue took (MIN_WINDOW at least), doubling back once all is taken', async () => {
   // A's events (trip.created) go to a full queue, B's (contact.created) to one with room; a third
   // queue without bound takes every publish, refused or not, and so counts what each batch offered.
@@ -324,9 +343,14 @@ test('after refusals the next batch is no larger than what the queue took (MIN_W
     return { offered: await offered(), published };
   };
   try {
-    // No refusal yet: the whole batch goes at once (CALM_PUBLISH_IN_FLIGHT). B's taken, A's refused.
+    // No refusal yet: the whole batch goes at once (CALM_PUBLISH_IN_FLIGHT), and, full, is followed
+    // by the next take until the first refusal. B's taken, A's refused (those of the take before the
+    // last, forgotten as the next was taken, put back).
     expect(2 * PUBLISH_IN_FLIGHT).toBeLessThanOrEqual(CALM_PUBLISH_IN_FLIGHT);
-    expect(await batch()).toEqual({ offered: 2 * PUBLISH_IN_FLIGHT, published: MANY });
+    const first = await batch();
+    expect(first.published).toBe(MANY);
+    expect(first.offered).toBeGreaterThanOrEqual(2 * PUBLISH_IN_FLIGHT);
+    expect(first.offered).toBeLessThanOrEqual(80 + MANY);
     // What the queue took is less than the floor: MIN_WINDOW, only A's left, refused whole.
     expect(await batch()).toEqual({ offered: MIN_WINDOW, published: 0 });
     expect(await batch()).toEqual({ offered: MIN_WINDOW, published: 0 });

@@ -204,3 +204,25 @@ test('a publisher batch is two round trips when told events were recorded, three
     await publisher.close();
   }
 });
+
+test('a publisher batch over a backlog of several windows takes one after another in its transaction: six round trips for 250 events', async () => {
+  await drain(handRecorder(db));
+  await sql`DELETE FROM events_unpublished`.execute(db);
+  await arrived();
+  const publisher = startPublisher();
+  try {
+    await createTrips(250);
+    await drain(handRecorder(db, { batchSize: 1000 }));
+    const backlog = await unpublishedIds();
+    expect(backlog).toHaveLength(250);
+    sent = [];
+    expect(await publisher.runBatch()).toBe(250);
+    // EXISTS; BEGIN + lock + head; the walk (more than a window); forget 100 + take; forget 100 +
+    // take (50, fewer than a window: the last); DELETE + COMMIT
+    expect(sent).toHaveLength(6);
+    expect(await unpublishedIds()).toEqual([]);
+    expect(await arrived()).toEqual(backlog);
+  } finally {
+    await publisher.close();
+  }
+});

@@ -1,7 +1,7 @@
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventObjectType } from '../schema.ts';
 import type { Statement } from '../script.ts';
-import { queueHead, takeRoundRobin } from './round-robin.ts';
+import { queueHead, takeRoundRobin, walkRoundRobin } from './round-robin.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -151,6 +151,34 @@ export async function takeUnpublished(
 }
 
 const UNPUBLISHED = { table: 'events_unpublished', order: 'seq' } as const;
+
+/**
+ * A publish batch's next take, in the same transaction and round trip as forgetting the events it
+ * took last (markPublished; their seqs): before RabbitMQ has confirmed them all, so the take does
+ * not wait for the confirms. The batch puts back those that no queue took before it commits
+ * (restoreUnpublished): a crash before the commit rolls both back, and no event is lost.
+ */
+export function takeMoreUnpublished(
+  db: Db,
+  limit: number,
+  forget: readonly number[],
+): Promise<UnpublishedEvent[]> {
+  return walkRoundRobin<UnpublishedEvent>(db, UNPUBLISHED, limit, markPublished(forget));
+}
+
+/**
+ * Puts events a batch took with takeMoreUnpublished, and so forgot early, back in
+ * events_unpublished as they were: those RabbitMQ did not take. A script's statement; none for none.
+ */
+export function restoreUnpublished(events: readonly UnpublishedEvent[]): Statement[] {
+  if (events.length === 0) return [];
+  return [
+    CompiledQuery.raw(
+      'INSERT INTO events_unpublished SELECT * FROM jsonb_populate_recordset(NULL::events_unpublished, $1::jsonb)',
+      [JSON.stringify(events)],
+    ),
+  ];
+}
 
 /** The oldest `limit + 1` unpublished events, for a script: pass its rows to takeUnpublished. */
 export const unpublishedHead = (limit: number): Statement => queueHead(UNPUBLISHED, limit);

@@ -1,6 +1,6 @@
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../schema.ts';
-import { runScript } from '../script.ts';
+import { runScript, type Statement } from '../script.ts';
 
 /** The queue tables taken round-robin across agencies, each with the column that orders it. */
 type Queue = { table: 'outbox'; order: 'id' } | { table: 'events_unpublished'; order: 'seq' };
@@ -43,13 +43,27 @@ export async function takeRoundRobin<Row extends { agency_id: string }>(
     head ??= (await db.executeQuery<Row>(queueHead(queue, limit))).rows;
     if (head.length <= limit) return inTurns(head);
   }
-  const [, rows] = await runScript(db, [
+  return walkRoundRobin<Row>(db, queue, limit);
+}
+
+/**
+ * takeRoundRobin's walk alone, whatever the queue's length, after `before`, statements of the
+ * same transaction sent in the same round trip (the publisher forgets the rows it took last).
+ */
+export async function walkRoundRobin<Row>(
+  db: Kysely<Database> | Transaction<Database>,
+  queue: Queue,
+  limit: number,
+  before: readonly Statement[] = [],
+): Promise<Row[]> {
+  const results = await runScript(db, [
+    ...before,
     sql`SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true),
                set_config('enable_bitmapscan', 'off', true)`.compile(db),
     walk(queue, limit).compile(db),
     ...['jit', 'enable_seqscan', 'enable_bitmapscan'].map((setting) => CompiledQuery.raw(`RESET ${setting}`)),
   ]);
-  return rows as Row[];
+  return results[before.length + 1] as Row[];
 }
 
 /** The queue's first `limit + 1` rows in queue order: all of it, or a backlog (takeRoundRobin). */
