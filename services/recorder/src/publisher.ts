@@ -294,9 +294,10 @@ export class Publisher {
     // takes a whole burst while it is below its bound, so one large burst would put a whole batch
     // ahead of the next agency's event. With at most PUBLISH_IN_FLIGHT unconfirmed, the queue
     // overshoots by that many at most; more while it has not refused lately (CALM_PUBLISH_IN_FLIGHT).
+    // Never more than a window, though: RECORDER_BATCH_SIZE bounds what is offered at once.
     const { confirmed, routed, refused, failure } = await this.events.send(
       outgoing(takes[0]!, window),
-      this.pace.inFlight,
+      Math.min(this.pace.inFlight, window),
       more,
     );
     // Failed otherwise (not confirmed in time, the channel gone): the broker is away; with

@@ -9,7 +9,7 @@ import {
   type UnpublishedEvent,
 } from '@trips/db/events';
 import { dropGroups, hasRecorderWork, touchGroups, type GroupKey, type GroupTouch } from '@trips/db/groups';
-import { claimOutbox, deleteOutbox, outboxHead } from '@trips/db/outbox';
+import { claimOutbox, deleteOutbox, outboxHead, outboxWalk, WALK_ROWS } from '@trips/db/outbox';
 import { begin, commit, onOneConnection, runScript } from '@trips/db/script';
 import type { OutboxRow } from '@trips/db';
 import type { Logger } from '@trips/runtime';
@@ -101,6 +101,12 @@ export class Recorder {
    * asks first whether there is any (one cheap EXISTS), so an idle recorder opens no transactions.
    */
   private busy = false;
+  /**
+   * The last batch was full: a backlog likely waits, so the next claims it in its first round trip
+   * by the walk, rather than reading the outbox's head to find it longer than a batch and walking
+   * in a round trip more.
+   */
+  private backlog = false;
 
   constructor(db: Kysely<Database>, options: RecorderOptions, logger: Logger) {
     this.db = db;
@@ -127,6 +133,7 @@ export class Recorder {
       });
     });
     this.busy = result.changes > 0 || result.events.length > 0;
+    this.backlog = result.full;
     if (this.busy) this.logBatch(result);
     return result;
   }
@@ -136,8 +143,7 @@ export class Recorder {
     open: (() => PublishOpening | undefined) | undefined,
   ): Promise<{ batch: BatchResult; publish?: (conn: Kysely<Database>) => Promise<void> }> {
     const { batchSize, groupQuietMs, groupMaxMs } = this.options;
-    const [, , head] = await runScript(conn, [begin, recordLock, outboxHead(batchSize)]);
-    const rows = await claimOutbox(conn, batchSize, head as OutboxRow[]);
+    const rows = await this.claim(conn, batchSize);
     const plan = planBatch(rows.flatMap((row) => classify(changeOf(row))));
     const before = [
       ...dropGroups(conn, plan.drops),
@@ -170,6 +176,16 @@ export class Recorder {
     };
     const opened = results.slice(results.length - following.length);
     return { batch, publish: opening && ((c) => opening.publish(c, opened, events)) };
+  }
+
+  /** Opens the batch's transaction, takes RECORD_LOCK and claims the changes: one round trip, or two behind a backlog whose head was read. */
+  private async claim(conn: Kysely<Database>, batchSize: number): Promise<OutboxRow[]> {
+    if (this.backlog) {
+      const results = await runScript(conn, [begin, recordLock, ...outboxWalk(conn, batchSize)]);
+      return results[2 + WALK_ROWS] as OutboxRow[];
+    }
+    const [, , head] = await runScript(conn, [begin, recordLock, outboxHead(batchSize)]);
+    return claimOutbox(conn, batchSize, head as OutboxRow[]);
   }
 
   private logBatch({ changes, events }: BatchResult): void {

@@ -1,7 +1,9 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { Database, OutboxRow } from '../schema.ts';
 import type { Statement } from '../script.ts';
-import { queueHead, takeRoundRobin } from './round-robin.ts';
+import { queueHead, takeRoundRobin, walkScript } from './round-robin.ts';
+
+export { WALK_ROWS } from './round-robin.ts';
 
 const OUTBOX = { table: 'outbox', order: 'id' } as const;
 
@@ -36,6 +38,14 @@ export async function claimOutbox(
  * opens its transaction: pass its rows to claimOutbox as `head`.
  */
 export const outboxHead = (limit: number): Statement => queueHead(OUTBOX, limit);
+
+/**
+ * claimOutbox's walk as statements of a script (round-robin.ts's walkScript; the rows at
+ * WALK_ROWS among them), for a caller that knows a backlog waits: reading the head would only
+ * show it more than `limit` rows long, and they would be dropped for the walk's.
+ */
+export const outboxWalk = (db: Kysely<Database> | Transaction<Database>, limit: number): Statement[] =>
+  walkScript(db, OUTBOX, limit);
 
 /**
  * Deletes claimed rows, in the same transaction that recorded their events: exactly once. A

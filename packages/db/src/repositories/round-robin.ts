@@ -56,15 +56,29 @@ export async function walkRoundRobin<Row>(
   limit: number,
   before: readonly Statement[] = [],
 ): Promise<Row[]> {
-  const results = await runScript(db, [
-    ...before,
+  const results = await runScript(db, [...before, ...walkScript(db, queue, limit)]);
+  return results[before.length + WALK_ROWS] as Row[];
+}
+
+/**
+ * The walk as statements of a script, for a caller that knows a backlog waits and so takes in the
+ * round trip that opens its transaction: the rows are the answer of the statement at WALK_ROWS.
+ */
+export function walkScript(
+  db: Kysely<Database> | Transaction<Database>,
+  queue: Queue,
+  limit: number,
+): Statement[] {
+  return [
     sql`SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true),
                set_config('enable_bitmapscan', 'off', true)`.compile(db),
     walk(queue, limit).compile(db),
     ...['jit', 'enable_seqscan', 'enable_bitmapscan'].map((setting) => CompiledQuery.raw(`RESET ${setting}`)),
-  ]);
-  return results[before.length + 1] as Row[];
+  ];
 }
+
+/** Where in walkScript's statements the rows are. */
+export const WALK_ROWS = 1;
 
 /** The queue's first `limit + 1` rows in queue order: all of it, or a backlog (takeRoundRobin). */
 export function queueHead({ table, order }: Queue, limit: number): CompiledQuery {
