@@ -69,8 +69,8 @@ export class EventsChannel {
    * Sends the events in order with at most `inFlight` of them unconfirmed at a time: each confirm
    * lets the next go, and the first failure lets no more go (Publisher.publish says why); those in
    * flight then settle. `express`: those that go to the express exchange. `more`, when given, is
-   * asked for more events once every event so far has gone, while none failed (a batch's next
-   * take); they go on in the same window, after the others. It answers none to end the batch.
+   * asked for more events once no more than `inFlight` wait to go, while none failed (a batch's
+   * next take); they go on in the same window, after the others. It answers none to end the batch.
    *
    * Why a window that slides rather than chunks each confirmed whole before the next: a quorum
    * queue confirms an enqueue once it is written, in batches as its writes allow, so a chunk waited
@@ -122,7 +122,8 @@ export class EventsChannel {
             (reason: unknown) => done(i, { status: 'rejected', reason }),
           );
         }
-        if (!failed && !ended && !asking && next === events.length) ask();
+        // Asked while the last window of events goes out: its answer comes before they all have.
+        if (!failed && !ended && !asking && events.length - next <= inFlight) ask();
         if (pending > 0 || asking) return;
         if (error) reject(error.cause as Error);
         else resolve({ events, settled });

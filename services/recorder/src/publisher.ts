@@ -277,7 +277,7 @@ export class Publisher {
     const window = this.pace.window;
     const takes = [await takeUnpublished(conn, window, head)];
     // While the queue takes whole batches, a full take is followed by the next, in the same
-    // transaction, once the last has gone out (before its confirms: the window never runs dry).
+    // transaction, taken as the last one's last events go out: the window never runs dry.
     const more = async () => {
       const last = takes.at(-1)!;
       if (!this.pace.calm || last.length < window || takes.length >= MAX_TAKES) return undefined;
