@@ -125,7 +125,8 @@ export class Slots {
    */
   release(sentAt?: number): void {
     this.active--;
-    if (sentAt !== undefined) this.sentAt.splice(this.sentAt.indexOf(sentAt), 1);
+    const sent = sentAt === undefined ? -1 : this.sentAt.indexOf(sentAt);
+    if (sent >= 0) this.sentAt.splice(sent, 1);
     if (this.line.length === 0) return this.options.onRoom();
     const laneTurn = ++this.sinceLaneTurn >= LANE_TURN_EVERY;
     if (laneTurn) {
