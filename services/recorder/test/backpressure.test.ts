@@ -307,11 +307,8 @@ test('a take after the first forgets the last in its transaction; restoreUnpubli
   const before = await rows();
   await t.db.transaction().execute(async (trx) => {
     const first = await takeUnpublished(trx, 3);
-    const second = await takeMoreUnpublished(
-      trx,
-      3,
-      first.map((e) => e.seq),
-    );
+    const firstSeqs = first.map((e) => e.seq);
+    const second = await takeMoreUnpublished(trx, 3, firstSeqs);
     expect(second.map((e) => e.seq)).toEqual(before.slice(3).map((e) => e.seq));
     expect(await takeMoreUnpublished(trx, 3, [])).toEqual(second);
     await runScript(trx, restoreUnpublished(first));
