@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { createDb, migrateToLatest, migrations, type Database } from '@trips/db';
 
 /**
@@ -100,4 +100,16 @@ export async function createTestDatabase(server = adminUrl): Promise<TestDatabas
       await withAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`), server);
     },
   };
+}
+
+/** How often a table has been vacuumed by hand (autovacuum's are counted apart), and its dead rows. */
+export async function vacuumStats(
+  db: Kysely<Database>,
+  table: string,
+): Promise<{ count: number; dead: number }> {
+  const { rows } = await sql<{ n: string; dead: string }>`
+    SELECT vacuum_count AS n, n_dead_tup AS dead FROM pg_stat_user_tables WHERE relname = ${table}`.execute(
+    db,
+  );
+  return { count: Number(rows[0]!.n), dead: Number(rows[0]!.dead) };
 }

@@ -1,4 +1,11 @@
-export { adminQuery, adminUrl, createTestDatabase, ensureTemplate, type TestDatabase } from './database.ts';
+export {
+  adminQuery,
+  adminUrl,
+  createTestDatabase,
+  ensureTemplate,
+  vacuumStats,
+  type TestDatabase,
+} from './database.ts';
 export { waitFor } from './wait.ts';
 export { mostInOneSecond } from './per-second.ts';
 export * from './amqp.ts';

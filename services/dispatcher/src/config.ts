@@ -81,6 +81,7 @@ export function readConfig(source: Record<string, string | undefined> = process.
      * in a row, up to thirty times this. Short: such a receiver has said nothing of how long.
      */
     pauseBackoffMs: env.read('DISPATCHER_PAUSE_BACKOFF'),
+    vacuumMs: env.read('QUEUE_VACUUM_INTERVAL'),
     healthPort: env.read('DISPATCHER_HEALTH_PORT'),
     stopTimeoutMs: env.read('DISPATCHER_STOP_TIMEOUT'),
   };

@@ -12,6 +12,7 @@ import {
 import { compileValidators, type DeliveryMessage } from '@trips/contracts';
 import { createDb, pingDatabase, type Database } from '@trips/db';
 import { countHeldDeliveries, oldestPendingDeliveryAges } from '@trips/db/held-deliveries';
+import { DISPATCHER_QUEUE_TABLES, vacuumQueueTables } from '@trips/db/queue-tables';
 import { pruneWebhookAttempts } from '@trips/db/webhook-attempts';
 import {
   addDependencyMetric,
@@ -153,9 +154,7 @@ export async function startDispatcherService(
   await targetsListener?.start();
   await Promise.all([fanOut.ready(), express.ready(), deliveries.ready()]);
   lanes.start();
-  loops.mail.start();
-  loops.switchOff.start();
-  loops.prune.start();
+  for (const loop of Object.values(loops)) loop.start();
   logger.info({ queues: names, healthPort: portOf(health) }, 'dispatcher started');
 
   return {
@@ -171,7 +170,7 @@ export async function startDispatcherService(
       // The mailer before its loop: a send hanging on a silent mail server would hold the loop's
       // round past the stop deadline; closed, it ends now and gives its notice back at once.
       mailer.close();
-      await Promise.all([loops.switchOff.stop(), loops.mail.stop(), loops.prune.stop()]);
+      await Promise.all(Object.values(loops).map((loop) => loop.stop()));
       await inspector.close();
       await connection.close();
       endpoints.close();
@@ -319,7 +318,10 @@ function createConsumers(
   };
 }
 
-/** The loops beside the consumers: owners' notices by mail, the switch-off rules, the attempts' pruning. */
+/**
+ * The loops beside the consumers: owners' notices by mail, the switch-off rules, the attempts'
+ * pruning, the lanes' table vacuumed.
+ */
 function createLoops(
   db: Kysely<Database>,
   config: DispatcherConfig,
@@ -353,5 +355,11 @@ function createLoops(
     60 * 60_000,
     logger,
   );
-  return { mail, switchOff, prune };
+  const vacuum = new Loop(
+    'vacuum',
+    async () => (await vacuumQueueTables(db, DISPATCHER_QUEUE_TABLES), 0),
+    config.vacuumMs,
+    logger,
+  );
+  return { mail, switchOff, prune, vacuum };
 }

@@ -21,6 +21,7 @@ export function readConfig(source: Record<string, string | undefined> = process.
     pollMs: env.read('RECORDER_POLL_INTERVAL'),
     publishTimeoutMs: env.read('RECORDER_PUBLISH_TIMEOUT'),
     maintenanceMs: env.read('RECORDER_MAINTENANCE_INTERVAL'),
+    vacuumMs: env.read('QUEUE_VACUUM_INTERVAL'),
     healthPort: env.read('RECORDER_HEALTH_PORT'),
     stopTimeoutMs: env.read('RECORDER_STOP_TIMEOUT'),
   };

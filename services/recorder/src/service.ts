@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { Kysely } from 'kysely';
 import { connectBroker } from '@trips/broker/client';
 import { createDb, pingDatabase, type Database } from '@trips/db';
+import { RECORDER_QUEUE_TABLES, vacuumQueueTables } from '@trips/db/queue-tables';
 import {
   addDependencyMetric,
   createMetricsRegistry,
@@ -98,6 +99,12 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
     config.maintenanceMs,
     logger,
   );
+  const vacuumLoop = new Loop(
+    'vacuum',
+    async () => (await vacuumQueueTables(db, RECORDER_QUEUE_TABLES), 0),
+    config.vacuumMs,
+    logger,
+  );
 
   const health: Server = await startHealthServer(config.healthPort, {
     metrics: registry,
@@ -110,6 +117,7 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
   recordLoop.start();
   publishLoop.start();
   maintainLoop.start();
+  vacuumLoop.start();
   logger.info({ exchange, healthPort: portOf(health) }, 'recorder started');
 
   return {
@@ -121,7 +129,7 @@ export async function startRecorderService(config: RecorderConfig, logger: Logge
       // rolls back whole, so nothing is half-recorded. The publisher's loop must end before the
       // channel closes (its batch waits for confirms), and both loops before the pool closes
       // (they use it). The health server goes last-but-pool so probes see a live process until then.
-      await Promise.all([recordLoop.stop(), maintainLoop.stop()]);
+      await Promise.all([recordLoop.stop(), maintainLoop.stop(), vacuumLoop.stop()]);
       await publishLoop.stop();
       await publisher.close();
       await connection.close();

@@ -43,6 +43,13 @@ export const sharedSettings = {
     meaning:
       'The `GET /events` window: event partitions and the attempts log are kept this long, and tripctl redelivers no older event.',
   },
+  QUEUE_VACUUM_INTERVAL: {
+    kind: 'duration',
+    default: '10s',
+    readers: ['recorder', 'dispatcher'],
+    meaning:
+      'How often each service vacuums the Postgres tables it drains as queues (the recorder `outbox` and `events_unpublished`, the dispatcher `held_deliveries`), whatever autovacuum does.',
+  },
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: {
     kind: 'bool',
     default: false,
