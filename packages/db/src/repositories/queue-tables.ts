@@ -6,7 +6,7 @@ import type { Database } from '../schema.ts';
  * holds almost no live rows and a steady stream of dead ones. Until a vacuum, each take walks
  * their indexes over every dead entry since the last one (the publisher's round-robin walk over
  * agencies most of all), and autovacuum looks at a database once a minute at best, or never where
- * it is switched off. Each service vacuums the queues it drains (docs/operations.md, "Postgres").
+ * it is switched off. Each service vacuums the queues it drains (docs/operations.md, "Sizing").
  */
 export const RECORDER_QUEUE_TABLES = ['outbox', 'events_unpublished'] as const;
 export const DISPATCHER_QUEUE_TABLES = ['held_deliveries'] as const;
