@@ -1,7 +1,11 @@
 import pg from 'pg';
 import { sql } from 'kysely';
 import { createTestDatabase, vacuumStats, type TestDatabase } from '@trips/testkit';
-import { vacuumQueueTables } from '../src/repositories/queue-tables.ts';
+import {
+  DISPATCHER_QUEUE_TABLES,
+  RECORDER_QUEUE_TABLES,
+  vacuumQueueTables,
+} from '../src/repositories/queue-tables.ts';
 
 // The queue tables' vacuum (repositories/queue-tables.ts): it reclaims what the takes deleted, and
 // a table someone else is vacuuming is skipped, not waited for.
@@ -15,20 +19,21 @@ afterAll(async () => {
 });
 
 const vacuums = (table: string) => vacuumStats(t.db, table);
+const QUEUE_TABLES = [...RECORDER_QUEUE_TABLES, ...DISPATCHER_QUEUE_TABLES];
 
 test('vacuums each queue table, leaving none of the rows the takes deleted', async () => {
   await sql`INSERT INTO agencies (id, name) VALUES ('agy_Q', 'Queues')`.execute(t.db);
   await sql`INSERT INTO trips (id, agency_id, title, num_days)
             SELECT 'trp_q' || i, 'agy_Q', 'T', 1 FROM generate_series(1, 200) i`.execute(t.db);
   await sql`DELETE FROM outbox`.execute(t.db);
-  const before = await Promise.all(['outbox', 'events_unpublished', 'held_deliveries'].map(vacuums));
+  const before = await Promise.all(QUEUE_TABLES.map(vacuums));
 
-  await vacuumQueueTables(t.db, ['outbox', 'events_unpublished']);
-  await vacuumQueueTables(t.db, ['held_deliveries']);
+  await vacuumQueueTables(t.db, RECORDER_QUEUE_TABLES);
+  await vacuumQueueTables(t.db, DISPATCHER_QUEUE_TABLES);
 
-  const after = await Promise.all(['outbox', 'events_unpublished', 'held_deliveries'].map(vacuums));
+  const after = await Promise.all(QUEUE_TABLES.map(vacuums));
   expect(after.map((a, i) => a.count - before[i]!.count)).toEqual([1, 1, 1]);
-  expect(after[0]!.dead).toBe(0);
+  expect(after[QUEUE_TABLES.indexOf('outbox')]!.dead).toBe(0);
 });
 
 test('a queue table another session is vacuuming is skipped, the others vacuumed', async () => {

@@ -1,9 +1,58 @@
 import { sql, type Kysely } from 'kysely';
 import pino from 'pino';
 import type { Database } from '@trips/db';
+import {
+  amqpUrl,
+  collectEvents,
+  createTestDatabase,
+  deleteAmqpObjects,
+  randomAmqpPrefix,
+  type TestDatabase,
+  type TestQueue,
+} from '@trips/testkit';
+import { readConfig } from '../src/config.ts';
 import { Recorder, type RecorderOptions } from '../src/recorder.ts';
+import { startRecorderService, type RecorderService } from '../src/service.ts';
 
 export const silent = pino({ level: 'silent' });
+
+export interface TestRecorder {
+  t: TestDatabase;
+  /** What the recorder publishes: a queue bound to its exchanges, as the dispatcher's is. */
+  queue: TestQueue;
+  service: RecorderService;
+  /** Stops the service and removes the database, the queue and the exchanges. */
+  cleanup(): Promise<void>;
+}
+
+/** The recorder service on a fresh database and AMQP prefix, with the test's settings on top. */
+export async function startTestRecorder(env: Record<string, string> = {}): Promise<TestRecorder> {
+  const t = await createTestDatabase();
+  const prefix = randomAmqpPrefix();
+  // Bound before the recorder starts: unroutable events would stay unpublished.
+  const queue = await collectEvents(prefix);
+  const service = await startRecorderService(
+    readConfig({
+      DATABASE_URL: t.url,
+      AMQP_URL: amqpUrl,
+      AMQP_PREFIX: prefix,
+      RECORDER_HEALTH_PORT: '0',
+      ...env,
+    }),
+    silent,
+  );
+  return {
+    t,
+    queue,
+    service,
+    cleanup: async () => {
+      await service.stop();
+      await queue.close();
+      await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`] });
+      await t.drop();
+    },
+  };
+}
 
 /** A recorder driven by hand (no loops, no broker): tests call drain() where the loop would run. */
 export function handRecorder(db: Kysely<Database>, options: Partial<RecorderOptions> = {}): Recorder {

@@ -1,37 +1,16 @@
 import { sql } from 'kysely';
-import {
-  amqpUrl,
-  collectEvents,
-  createTestDatabase,
-  deleteAmqpObjects,
-  randomAmqpPrefix,
-  waitFor,
-  type TestDatabase,
-  type TestQueue,
-} from '@trips/testkit';
-import { readConfig } from '../src/config.ts';
-import { startRecorderService, type RecorderService } from '../src/service.ts';
-import { hostWrite, silent } from './helpers.ts';
+import { waitFor } from '@trips/testkit';
+import { hostWrite, startTestRecorder, type TestRecorder } from './helpers.ts';
 
-let t: TestDatabase;
-let prefix: string;
-let service: RecorderService;
-let queue: TestQueue;
+let recorder: TestRecorder;
+let t: TestRecorder['t'];
+let service: TestRecorder['service'];
 beforeAll(async () => {
-  t = await createTestDatabase();
-  prefix = randomAmqpPrefix();
-  // A queue bound to the exchange, as the dispatcher's is: unroutable events stay unpublished.
-  queue = await collectEvents(prefix);
-  service = await startRecorderService(
-    readConfig({ DATABASE_URL: t.url, AMQP_URL: amqpUrl, AMQP_PREFIX: prefix, RECORDER_HEALTH_PORT: '0' }),
-    silent,
-  );
+  recorder = await startTestRecorder();
+  ({ t, service } = recorder);
 });
 afterAll(async () => {
-  await service.stop();
-  await queue.close();
-  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`] });
-  await t.drop();
+  await recorder.cleanup();
 });
 
 const scrape = async () => (await fetch(`http://127.0.0.1:${service.healthPort}/metrics`)).text();

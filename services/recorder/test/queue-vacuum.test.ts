@@ -1,44 +1,17 @@
-import {
-  amqpUrl,
-  collectEvents,
-  createTestDatabase,
-  deleteAmqpObjects,
-  randomAmqpPrefix,
-  vacuumStats,
-  waitFor,
-  type TestDatabase,
-  type TestQueue,
-} from '@trips/testkit';
-import { readConfig } from '../src/config.ts';
-import { startRecorderService, type RecorderService } from '../src/service.ts';
-import { hostWrite, silent } from './helpers.ts';
+import { vacuumStats, waitFor } from '@trips/testkit';
+import { hostWrite, startTestRecorder, type TestRecorder } from './helpers.ts';
 
 // The recorder vacuums the two tables it drains every QUEUE_VACUUM_INTERVAL, whatever autovacuum
 // does (switched off on the machines the tests run on).
-let t: TestDatabase;
-let prefix: string;
-let queue: TestQueue;
-let service: RecorderService;
+let recorder: TestRecorder;
+let t: TestRecorder['t'];
+let queue: TestRecorder['queue'];
 beforeAll(async () => {
-  t = await createTestDatabase();
-  prefix = randomAmqpPrefix();
-  queue = await collectEvents(prefix);
-  service = await startRecorderService(
-    readConfig({
-      DATABASE_URL: t.url,
-      AMQP_URL: amqpUrl,
-      AMQP_PREFIX: prefix,
-      RECORDER_HEALTH_PORT: '0',
-      QUEUE_VACUUM_INTERVAL: '200ms',
-    }),
-    silent,
-  );
+  recorder = await startTestRecorder({ QUEUE_VACUUM_INTERVAL: '200ms' });
+  ({ t, queue } = recorder);
 });
 afterAll(async () => {
-  await service.stop();
-  await queue.close();
-  await deleteAmqpObjects({ exchanges: [`${prefix}trips.events`, `${prefix}trips.events.express`] });
-  await t.drop();
+  await recorder.cleanup();
 });
 
 test('outbox and events_unpublished are vacuumed on the interval, and their dead rows go', async () => {
