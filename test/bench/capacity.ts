@@ -9,16 +9,19 @@
 // process, and the machine's busy share with what of it the processes measured did not use. The
 // result is the highest rate whose p99 stays ≤ 250 ms with the queues drained ≤ 10 s after its
 // writes stop, and whose writes kept up with it (WRITTEN_SHARE); stepping stops after the first
-// step that misses. Target: 1,000 events a second, writer and receiver included.
+// step that misses. Target: 1,000 events a second, writer and receiver included. The same steps
+// then run with the bare pipeline (pipeline-bare.ts) in place of ours, the API and its load beside
+// it as beside ours (BENCH_CAPACITY_PIPELINES: ours,bare): what the floor of the same work carries
+// on this machine, in the same run.
 // Other engineers' runs share this 2-core machine: read the load average printed.
 import os from 'node:os';
 import { createPool } from '@trips/db';
 import { readSeries, sampleSum, seriesDelta, sumSeries } from './service-metrics.ts';
 import { profileReport, snapshot, startProfile } from './capacity-profile.ts';
 import { cpuBetween, sampleCpu, warnings } from './dispatcher-procs.ts';
-import { fmt, onCleanup, percentile, runBench, table } from './lib.ts';
+import { cleanupMark, cleanupSince, fmt, onCleanup, percentile, runBench, table } from './lib.ts';
 import { writeTrips } from './host-writer.ts';
-import { machineBusySeconds, now, startSystem, within, type System } from './system.ts';
+import { machineBusySeconds, now, startSystem, within, type Pipeline, type System } from './system.ts';
 
 const RATES = (process.env.BENCH_CAPACITY_RATES ?? '250,500,750,1000,1250').split(',').map(Number);
 const STEP_SECONDS = Number(process.env.BENCH_CAPACITY_SECONDS ?? 60);
@@ -38,6 +41,16 @@ const DRAIN_LIMIT_SECONDS = 60;
 /** Prints Postgres's work per event in each step (capacity-profile.ts). */
 type Pool = ReturnType<typeof createPool>;
 const PROFILE = process.env.BENCH_CAPACITY_PROFILE === '1';
+/**
+ * The pipelines measured, one after the other: ours, and the bare one (pipeline-bare.ts), the
+ * floor of the same work on the same machine in the same run.
+ */
+const PIPELINES = (process.env.BENCH_CAPACITY_PIPELINES ?? 'ours,bare')
+  .split(',')
+  .map((name) => name.trim()) as Pipeline[];
+for (const name of PIPELINES)
+  if (name !== 'ours' && name !== 'bare')
+    throw new Error(`BENCH_CAPACITY_PIPELINES: ours, bare (got '${name}')`);
 /** Dispatcher replicas: the base manifests run at least two (the HPA's minReplicas). */
 const DISPATCHERS = Number(process.env.BENCH_CAPACITY_DISPATCHERS ?? 2);
 let profileDb: Pool | undefined;
@@ -63,7 +76,8 @@ interface Step {
   /** Where the slowest 1 % spent their time, and when they were written. */
   tail: string;
   /** Where events waited, by the recorder's and the dispatcher's metrics. */
-  waits: string;
+  /** Ours only: the services' metrics. */
+  waits?: string;
   /** Postgres's work per event, under PROFILE. */
   profile?: string;
   api: { p99: number; failures: number };
@@ -85,7 +99,7 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
     minutes: Math.ceil(STEP_SECONDS / 60),
     warmupSeconds: WARMUP_SECONDS + 1,
   });
-  const writer = writeTrips(system.writer, system.agencyId, rate, `trp_c${step}_`);
+  const writer = writeTrips(system.writer, system.agencyId, rate, `trp_c${step}_`, system.tripsTable);
   await sleep(WARMUP_SECONDS * 1000);
   const arrived = new Map<string, number>();
   const recorded = new Map<string, number>();
@@ -96,8 +110,8 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
       recorded.set(id, recordedAt);
     }
   };
-  const profileBefore = PROFILE ? await snapshot(profileDb!) : undefined;
-  const waitsBefore = await readWaits(system);
+  const profileBefore = PROFILE && system.pipeline === 'ours' ? await snapshot(profileDb!) : undefined;
+  const waitsBefore = system.pipeline === 'ours' ? await readWaits(system) : undefined;
   const measuredFrom = now();
   const cpuBefore = sampleCpu(system.cpuGroups);
   const busyBefore = machineBusySeconds();
@@ -112,7 +126,7 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
   const cpu = cpuBetween(cpuBefore, sampleCpu(system.cpuGroups));
   const busy = machineBusySeconds() - busyBefore;
   const measuredTo = now();
-  const waits = waitsReport(seriesOfWaits(waitsBefore, await readWaits(system)));
+  const waits = waitsBefore && waitsReport(seriesOfWaits(waitsBefore, await readWaits(system)));
   const written = writer.committed.size - writtenBefore;
   const profile = profileBefore && profileReport(profileBefore, await snapshot(profileDb!), written);
   const api = await within(apiDone, 180_000, 'the API load did not finish its minutes');
@@ -178,7 +192,12 @@ async function slowestTail(
     (
       await system.t.db
         .selectFrom('webhook_attempts as a')
-        .innerJoin('events as e', 'e.id', 'a.event_id')
+        // The bare pipeline keeps its events in its own schema (pipeline-bare.ts).
+        .innerJoin(
+          `${system.pipeline === 'ours' ? 'events' : 'bare.events'} as e` as 'events as e',
+          'e.id',
+          'a.event_id',
+        )
         .select(['e.object_id', 'a.attempted_at'])
         .where(
           'e.object_id',
@@ -250,15 +269,33 @@ async function main(): Promise<void> {
   const loadBefore = os.loadavg();
   console.log(
     `bench:capacity — steps ${RATES.join(', ')} events/s, ${STEP_SECONDS} s each (after ${WARMUP_SECONDS} s unmeasured), ` +
-      `the API paced at ${API_RATE} req/s beside them, ${DISPATCHERS} dispatcher${DISPATCHERS === 1 ? '' : 's'}`,
+      `the API paced at ${API_RATE} req/s beside them; pipelines ${PIPELINES.join(', ')} (ours with ${DISPATCHERS} dispatcher${DISPATCHERS === 1 ? '' : 's'})`,
   );
-  const system = await startSystem({}, { dispatchers: DISPATCHERS });
-  if (PROFILE) {
+  const runs: Run[] = [];
+  for (const pipeline of PIPELINES) {
+    // One system at a time: the one measured before is stopped, so none idles beside the next.
+    const mark = cleanupMark();
+    const system = await startSystem({}, { dispatchers: DISPATCHERS, pipeline });
+    console.log(`\n${pipeline}:`);
+    runs.push({ pipeline, steps: await runSteps(system), warnings: serviceWarnings(system) });
+    await cleanupSince(mark);
+  }
+  report(runs, loadBefore);
+}
+
+interface Run {
+  pipeline: Pipeline;
+  steps: Step[];
+  warnings: string[];
+}
+
+/** The steps in turn, each printed as it ends, up to the first that misses. */
+async function runSteps(system: System): Promise<Step[]> {
+  if (PROFILE && system.pipeline === 'ours') {
     profileDb = createPool(system.t.url, { max: 1, applicationName: 'bench-profile' });
     onCleanup(() => profileDb!.end());
+    if (!(await startProfile(profileDb))) throw new Error('BENCH_CAPACITY_PROFILE needs pg_stat_statements');
   }
-  if (PROFILE && !(await startProfile(profileDb!)))
-    throw new Error('BENCH_CAPACITY_PROFILE needs pg_stat_statements');
   const steps: Step[] = [];
   for (const [i, rate] of RATES.entries()) {
     const step = await runStep(system, rate, i);
@@ -272,53 +309,65 @@ async function main(): Promise<void> {
           .join(', ')}`,
     );
     console.log(`  the tail: ${step.tail}`);
-    console.log(`  the services' metrics: ${step.waits}`);
+    if (step.waits) console.log(`  the services' metrics: ${step.waits}`);
     if (step.profile) console.log(step.profile);
     if (!step.met) break;
   }
-  report(steps, system, loadBefore);
+  return steps;
 }
+
+const serviceWarnings = (system: System) => [
+  ...warnings(system.log('recorder')),
+  ...warnings(system.log('dispatcher')),
+];
 
 /** The machine's busy share, and how much of it was outside the processes measured. */
 const busyCell = (step: Step) =>
   `${(step.busyShare * 100).toFixed(0)} % (${(step.otherShare * 100).toFixed(0)} % other)`;
 
-function report(steps: Step[], system: System, loadBefore: number[]): void {
-  const carried = steps.filter((s) => s.met).at(-1)?.rate ?? 0;
-  const names = Object.keys(steps[0]?.cpuPerEvent ?? {});
+const carriedRate = (steps: Step[]) => steps.filter((s) => s.met).at(-1)?.rate ?? 0;
+
+function report(runs: Run[], loadBefore: number[]): void {
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   console.log(
-    `\nmachine: ${os.cpus().length} × ${os.cpus()[0]?.model}, node ${process.version}; load average before ${load(loadBefore)}, after ${load(os.loadavg())}\n`,
+    `\nmachine: ${os.cpus().length} × ${os.cpus()[0]?.model}, node ${process.version}; load average before ${load(loadBefore)}, after ${load(os.loadavg())}`,
   );
+  for (const { pipeline, steps } of runs) {
+    const names = Object.keys(steps[0]?.cpuPerEvent ?? {});
+    console.log(`\n${pipeline}:\n`);
+    console.log(
+      table(
+        [
+          'events/s',
+          'p50 / p99 / max ms',
+          'drained',
+          'busy',
+          'API p99',
+          ...names.map((n) => `${n} µs/ev`),
+          'verdict',
+        ],
+        steps.map((s) => [
+          String(s.rate),
+          `${fmt.ms(s.p50)} / ${fmt.ms(s.p99)} / ${fmt.ms(s.max)}`,
+          Number.isFinite(s.drainSeconds) ? `${s.drainSeconds.toFixed(1)} s` : '—',
+          busyCell(s),
+          `${fmt.ms(s.api.p99)} ms`,
+          ...names.map((n) => s.cpuPerEvent[n]!.toFixed(0)),
+          s.met ? 'MET' : 'MISS',
+        ]),
+      ),
+    );
+  }
+  const carried = runs.map(({ pipeline, steps }) => `${pipeline} ${carriedRate(steps)}`).join(', ');
+  const ours = runs.find((r) => r.pipeline === 'ours');
   console.log(
-    table(
-      [
-        'events/s',
-        'p50 / p99 / max ms',
-        'drained',
-        'busy',
-        'API p99',
-        ...names.map((n) => `${n} µs/ev`),
-        'verdict',
-      ],
-      steps.map((s) => [
-        String(s.rate),
-        `${fmt.ms(s.p50)} / ${fmt.ms(s.p99)} / ${fmt.ms(s.max)}`,
-        Number.isFinite(s.drainSeconds) ? `${s.drainSeconds.toFixed(1)} s` : '—',
-        busyCell(s),
-        `${fmt.ms(s.api.p99)} ms`,
-        ...names.map((n) => s.cpuPerEvent[n]!.toFixed(0)),
-        s.met ? 'MET' : 'MISS',
-      ]),
-    ),
+    `\ncapacity, events a second with p99 ≤ ${TARGET_P99_MS} ms and drained ≤ ${TARGET_DRAIN_SECONDS} s: ${carried}` +
+      (ours ? ` (target ${TARGET_RATE}: ${carriedRate(ours.steps) >= TARGET_RATE ? 'MET' : 'MISS'})` : ''),
   );
-  console.log(
-    `\ncapacity: ${carried} events a second with p99 ≤ ${TARGET_P99_MS} ms and drained ≤ ${TARGET_DRAIN_SECONDS} s ` +
-      `(target ${TARGET_RATE}: ${carried >= TARGET_RATE ? 'MET' : 'MISS'})`,
-  );
-  const serviceWarnings = [...warnings(system.log('recorder')), ...warnings(system.log('dispatcher'))];
-  console.log(`warnings in the recorder's and dispatcher's logs: ${serviceWarnings.length}`);
-  for (const line of serviceWarnings.slice(0, 5)) console.log(`  ${line.slice(0, 300)}`);
+  for (const { pipeline, warnings: found } of runs) {
+    console.log(`warnings in the ${pipeline} pipeline's logs: ${found.length}`);
+    for (const line of found.slice(0, 5)) console.log(`  ${line.slice(0, 300)}`);
+  }
 }
 
 await runBench(main);

@@ -6,23 +6,26 @@ import { now } from './system.ts';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The host application's one statement, prepared once per connection, as a lean host would. */
-const WRITE_TRIP = {
-  name: 'bench_write_trip',
-  text: 'INSERT INTO trips (id, agency_id, title, num_days) VALUES ($1, $2, $3, 3)',
-};
+const writeTrip = (table: string) => ({
+  name: `bench_write_${table.replace('.', '_')}`,
+  text: `INSERT INTO ${table} (id, agency_id, title, num_days) VALUES ($1, $2, $3, 3)`,
+});
 
 /**
  * The host application's writes: one trip per INSERT, each its own transaction, started on an even
  * schedule of `rate` a second whether or not earlier ones have answered. Each makes one
  * trip.created event. `committed` notes when each INSERT answered (just after its commit). The
  * loop sleeps until the next write is due: the writer's CPU is counted in the machine's figures.
+ * `table`: `trips`, or the bare pipeline's copy of it (system.ts `tripsTable`).
  */
 export function writeTrips(
   pool: ReturnType<typeof createPool>,
   agencyId: string,
   rate: number,
   idPrefix = 'trp_w',
+  table = 'trips',
 ) {
+  const statement = writeTrip(table);
   const committed = new Map<string, number>();
   const inFlight = new Set<Promise<unknown>>();
   let started = 0;
@@ -35,7 +38,7 @@ export function writeTrips(
       for (const due = ((performance.now() - begin) / 1000) * rate; started < due; started++) {
         const id = `${idPrefix}${started}`;
         const write = pool
-          .query({ ...WRITE_TRIP, values: [id, agencyId, `Write ${started}`] })
+          .query({ ...statement, values: [id, agencyId, `Write ${started}`] })
           .then(
             () => void committed.set(id, now()),
             (error: Error) => {

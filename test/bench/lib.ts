@@ -114,6 +114,16 @@ export async function runBench(main: () => Promise<void>): Promise<void> {
   process.exit();
 }
 
+/**
+ * Runs now, and forgets, the steps registered since `mark` (`cleanupMark()`), newest first: a
+ * bench that sets up one system after another stops each before the next.
+ */
+export async function cleanupSince(mark: number): Promise<void> {
+  for (const step of cleanups.splice(mark).reverse()) await step().catch((error) => console.error(error));
+}
+
+export const cleanupMark = (): number => cleanups.length;
+
 export function cleanup(): Promise<void> {
   return (cleaning ??= (async () => {
     for (const step of cleanups.reverse()) await step().catch((error) => console.error(error));

@@ -4,7 +4,9 @@
 // test CA); a local HTTPS receiver in a process of its own that notes when each delivery arrived;
 // one agency with an API key and one webhook (trip.created) at that receiver; trips for the API to
 // read; and the API load in a process of its own. The host application's writes (writeTrips) come
-// from the bench process itself, as a host application's would.
+// from the bench process itself, as a host application's would. The pipeline between the writes
+// and the receiver is ours (the recorder and the dispatchers) or the bare one of pipeline-bare.ts,
+// the floor of the same work, with the API and its load beside either.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import amqplib from 'amqplib';
@@ -21,20 +23,13 @@ import {
   randomAmqpPrefix,
   type TestDatabase,
 } from '@trips/testkit';
-import {
-  deleteAmqp,
-  pidsMatching,
-  startChild as startProcess,
-  waitReady,
-  type Child,
-} from './dispatcher-procs.ts';
+import { deleteAmqp, pidsMatching, startChild as startProcess, type Child } from './dispatcher-procs.ts';
+import { startPipeline, type Pipeline } from './system-pipeline.ts';
 import { startFlags, type Service } from './service-flags.ts';
 import { readMemory, type MemoryReading } from './soak-memory.ts';
 import { freePort, median, onCleanup, saturate, startChild as startServer, type ChildServer } from './lib.ts';
 
 const API = fileURLToPath(new URL('../../services/api/src/main.ts', import.meta.url));
-const RECORDER = fileURLToPath(new URL('../../services/recorder/src/main.ts', import.meta.url));
-const DISPATCHER = fileURLToPath(new URL('../../services/dispatcher/src/main.ts', import.meta.url));
 const RECEIVER = fileURLToPath(new URL('./dispatcher-receiver.ts', import.meta.url));
 const API_LOAD = fileURLToPath(new URL('./soak-api-load.ts', import.meta.url));
 
@@ -55,7 +50,12 @@ export const now = () => performance.timeOrigin + performance.now();
 
 export type { Service };
 
+export type { Pipeline };
+
 export interface System {
+  pipeline: Pipeline;
+  /** The table the host's writes go to (each INSERT makes one trip.created event). */
+  tripsTable: 'trips' | 'bare.trips';
   t: TestDatabase;
   agencyId: string;
   /** The API's address, and what the API load sends. */
@@ -65,10 +65,11 @@ export interface System {
   receiver: Child;
   /** The API load's process (soak-api-load.ts). */
   load: Child;
-  /** The first dispatcher's, for the others see `dispatcherMetricsPorts`. */
+  /** The first dispatcher's, for the others see `dispatcherMetricsPorts` (bare: relay, consumer). */
   pids: Record<Service, number>;
+  /** Ours only. */
   metricsPorts: Record<Service, number>;
-  /** Every dispatcher's metrics port. */
+  /** Every dispatcher's metrics port; none in the bare pipeline. */
   dispatcherMetricsPorts: number[];
   /** Each process's pids by name, for CPU accounting (dispatcher-procs.ts sampleCpu). */
   cpuGroups: Record<string, () => number[]>;
@@ -91,7 +92,7 @@ export interface System {
  */
 export async function startSystem(
   serviceEnv: Record<string, string> = {},
-  { dispatchers: dispatcherCount = 1 } = {},
+  { dispatchers: dispatcherCount = 1, pipeline = 'ours' as Pipeline } = {},
 ): Promise<System> {
   const ca = await createTestCa();
   const t = await createTestDatabase();
@@ -99,7 +100,6 @@ export async function startSystem(
   const prefix = randomAmqpPrefix();
   // The dispatcher's queues with its default delays, as it runs here.
   const names = topology(prefix, readConfig({}).policy.queueDelaysMs);
-  const queues = queueNames(names);
   onCleanup(() => deleteAmqp(prefix, names));
 
   const receiver = startProcess(
@@ -114,9 +114,9 @@ export async function startSystem(
   const path = '/e2e/system';
   const delivered = async () =>
     (await receiver.request<{ counts: Record<string, number> }>({ op: 'snapshot' })).counts[path] ?? 0;
-  const { agencyId, key, readIds } = await seed(t, `https://127.0.0.1:${port}${path}`);
+  const webhookUrl = `https://127.0.0.1:${port}${path}`;
+  const { agencyId, key, readIds, webhook } = await seed(t, webhookUrl);
 
-  // The dispatcher first: it declares the queues, so no event the recorder publishes goes unrouted.
   const env = {
     DATABASE_URL: t.url,
     AMQP_URL: amqpUrl,
@@ -124,38 +124,14 @@ export async function startSystem(
     LOG_LEVEL: 'info',
     ...serviceEnv,
   };
-  const service = async (
-    name: Service,
-    script: string,
-    healthVariable: string,
-    own: Record<string, string>,
-    label: string = name,
-  ) => {
-    const healthPort = await freePort();
-    const child = startProcess(
-      label,
-      script,
-      { ...env, [healthVariable]: String(healthPort), ...own },
-      false,
-      startFlags(name),
-    );
-    onCleanup(() => child.stop());
-    await waitReady(child, `http://127.0.0.1:${healthPort}/readyz`);
-    return Object.assign(child, { metricsPort: healthPort });
-  };
-  const dispatchers: Awaited<ReturnType<typeof service>>[] = [];
-  for (let n = 1; n <= dispatcherCount; n++)
-    dispatchers.push(
-      await service(
-        'dispatcher',
-        DISPATCHER,
-        'DISPATCHER_HEALTH_PORT',
-        { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_CA_FILE: ca.caFile },
-        n === 1 ? 'dispatcher' : `dispatcher-${n}`,
-      ),
-    );
-  const dispatcher = dispatchers[0]!;
-  const recorder = await service('recorder', RECORDER, 'RECORDER_HEALTH_PORT', {});
+  const { relayer, senders, queues, tables } = await startPipeline(pipeline, {
+    env,
+    dispatchers: dispatcherCount,
+    caFile: ca.caFile,
+    ourQueues: queueNames(names),
+    webhookUrl,
+    webhook,
+  });
   // As bench:api runs it: the limiter works on every request but never refuses.
   const apiMetricsPort = await freePort();
   const api = await startServer(
@@ -172,8 +148,10 @@ export async function startSystem(
   );
   onCleanup(() => api.stop());
 
-  // The seeded trips' events go through first, so they are not part of any figure.
-  for (const deadline = Date.now() + 60_000; (await delivered()) < READ_TRIPS; await sleep(200)) {
+  // The seeded trips' events go through first, so they are not part of any figure (the bare
+  // pipeline does not carry them: they are not in its table).
+  const seeded = pipeline === 'ours' ? READ_TRIPS : 0;
+  for (const deadline = Date.now() + 60_000; (await delivered()) < seeded; await sleep(200)) {
     if (Date.now() > deadline) throw new Error('the seeded trips were not all delivered within 60 s');
   }
   await receiver.request({ op: 'arrivals' });
@@ -185,13 +163,15 @@ export async function startSystem(
   const conn = await amqplib.connect(amqpUrl);
   onCleanup(() => conn.close().catch(() => {}));
 
-  const pids = { api: api.pid, recorder: recorder.process.pid!, dispatcher: dispatcher.process.pid! };
+  const pids = { api: api.pid, recorder: relayer.process.pid!, dispatcher: senders[0]!.process.pid! };
   const metricsPorts = {
     api: apiMetricsPort,
-    recorder: recorder.metricsPort,
-    dispatcher: dispatcher.metricsPort,
+    recorder: relayer.metricsPort ?? NaN,
+    dispatcher: senders[0]!.metricsPort ?? NaN,
   };
   return {
+    pipeline,
+    tripsTable: pipeline === 'ours' ? 'trips' : 'bare.trips',
     t,
     agencyId,
     api,
@@ -201,11 +181,11 @@ export async function startSystem(
     load,
     pids,
     metricsPorts,
-    dispatcherMetricsPorts: dispatchers.map((d) => d.metricsPort),
+    dispatcherMetricsPorts: senders.flatMap((d) => (d.metricsPort === undefined ? [] : [d.metricsPort])),
     cpuGroups: {
       api: () => [pids.api],
-      recorder: () => [pids.recorder],
-      dispatcher: () => dispatchers.map((d) => d.process.pid!),
+      [pipeline === 'ours' ? 'recorder' : 'relay']: () => [pids.recorder],
+      [pipeline === 'ours' ? 'dispatcher' : 'consumer']: () => senders.map((d) => d.process.pid!),
       receiver: () => [receiver.process.pid!],
       'API load': () => [load.process.pid!],
       'bench (writer)': () => [process.pid],
@@ -218,10 +198,8 @@ export async function startSystem(
       (await receiver.request<{ arrivals: [string, number, number][] }>({ op: 'arrivals' })).arrivals,
     backlog: async () => {
       const ch = await conn.createChannel();
-      const counts: Record<string, number> = {
-        outbox: await countRows(t, 'outbox'),
-        unpublished: await countRows(t, 'events_unpublished'),
-      };
+      const counts: Record<string, number> = {};
+      for (const table of tables) counts[table] = await countRows(t, table);
       for (const queue of queues)
         counts[queue.slice(prefix.length)] = (await ch.checkQueue(queue)).messageCount;
       await ch.close();
@@ -235,7 +213,7 @@ export async function startSystem(
         MemoryReading
       >;
     },
-    log: (name) => (name === 'recorder' ? recorder.log() : dispatchers.map((d) => d.log()).join('\n')),
+    log: (name) => (name === 'recorder' ? relayer.log() : senders.map((d) => d.log()).join('\n')),
   };
 }
 
@@ -247,7 +225,11 @@ async function seed(t: TestDatabase, webhookUrl: string) {
     subscriptionStatus: 'active',
   });
   const { key } = await createApiKey(t.db, { agencyId, scopes: ['trips:read'] });
-  await createWebhook(t.db, { agencyId, url: webhookUrl, eventTypes: ['trip.created'] });
+  const { webhook, secret } = await createWebhook(t.db, {
+    agencyId,
+    url: webhookUrl,
+    eventTypes: ['trip.created'],
+  });
   const readIds = (
     await t.db
       .insertInto('trips')
@@ -263,7 +245,7 @@ async function seed(t: TestDatabase, webhookUrl: string) {
       .returning('id')
       .execute()
   ).map((row) => row.id);
-  return { agencyId, key, readIds };
+  return { agencyId, key, readIds, webhook: { id: webhook.id, secret } };
 }
 
 /** The API's maximum, as bench:api measures it: 20 connections, the median of short rounds. */
@@ -290,10 +272,11 @@ export async function apiMaximum(
   return { max: median(measured), rounds: measured };
 }
 
-/** Rows still waiting in the recorder's tables. */
-async function countRows(t: TestDatabase, table: 'outbox' | 'events_unpublished'): Promise<number> {
+/** Rows still waiting in one of the recorder's (or the relay's) tables. */
+async function countRows(t: TestDatabase, table: string): Promise<number> {
   const row = await t.db
-    .selectFrom(table)
+    // Kysely takes `schema.table` as such; the typed names are those of the public schema.
+    .selectFrom(table as 'outbox')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
   return Number(row.n);
