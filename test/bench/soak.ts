@@ -2,7 +2,9 @@
 // for SOAK_DURATION (60m; SOAK_MINUTES=N still works): trips written one per transaction at
 // SOAK_EVENTS_PER_SECOND (300), each an event delivered as a signed webhook to a local HTTPS
 // receiver, and the read API paced at SOAK_API_RATE (300) requests a second beside it. Before the
-// soak, the API's maximum is measured alone and again while the events flow.
+// soak, the API's maximum is measured alone and while the events flow, in alternating rounds; first
+// with the bare pipeline (pipeline-bare.ts) carrying the events, the floor of that ratio on this
+// machine (SOAK_FLOOR=0 skips it), then with ours.
 // Targets:
 //   - memory: each service's V8 heap in use grows ≤ 5 % and its RSS ≤ 15 % after the warm-up
 //     (SOAK_WARMUP_MINUTES, 10), read every 5 s, each minute's heap floor and RSS peak kept, and
@@ -19,7 +21,7 @@ import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { cpuBetween, sampleCpu, warnings } from './dispatcher-procs.ts';
-import { fmt, percentile, runBench, table } from './lib.ts';
+import { cleanupMark, cleanupSince, fmt, median, percentile, runBench, table } from './lib.ts';
 import { breakdown, memoryWatch, type MemoryReading, type MinuteMemory } from './soak-memory.ts';
 import {
   apiMaximum,
@@ -42,6 +44,7 @@ const WARMUP_MINUTES = Math.min(Number(process.env.SOAK_WARMUP_MINUTES ?? 10), M
 const TARGET_HEAP_GROWTH = 0.05;
 const TARGET_RSS_GROWTH = 0.15;
 const TARGET_API_RATIO = 0.8;
+const FLOOR = process.env.SOAK_FLOOR !== '0';
 const TARGET_DRAIN_SECONDS = 10;
 /** How long to wait for the drain before calling it a miss: bounded, but long enough to see the figure. */
 const DRAIN_LIMIT_SECONDS = 120;
@@ -50,6 +53,8 @@ const MAX_ROUNDS = 3;
 const MAX_ROUND_SECONDS = 5;
 /** Events flow this long before the API's maximum is measured beside them. */
 const EVENTS_WARMUP_SECONDS = 10;
+/** After a round beside the events, the pipeline drains what was in flight before the next alone. */
+const SETTLE_SECONDS = 3;
 /** A minute of API load that has not ended after this long means the machine cannot keep the pace. */
 const MINUTE_LIMIT_MS = 180_000;
 /** How often each service's memory is read within a minute (see memoryWatch). */
@@ -200,15 +205,16 @@ async function main(): Promise<void> {
     mkdirSync(SNAPSHOT_DIR, { recursive: true });
     serviceEnv.NODE_OPTIONS = `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${SNAPSHOT_DIR}`;
   }
+  let floor: { alone: number; beside: number } | undefined;
+  if (FLOOR) {
+    // A system of its own, stopped before ours starts.
+    const mark = cleanupMark();
+    floor = await apiMaxima(await startSystem({}, { pipeline: 'bare' }), 'the bare pipeline');
+    await cleanupSince(mark);
+  }
   const system = await startSystem(serviceEnv);
-  const alone = await apiMaximum(system, MAX_ROUNDS, MAX_ROUND_SECONDS);
+  const { alone, beside } = await apiMaxima(system, 'ours');
   const writer = writeTrips(system.writer, system.agencyId, EVENTS_PER_SECOND, 'trp_soak');
-  await sleep(EVENTS_WARMUP_SECONDS * 1000);
-  const beside = await apiMaximum(system, MAX_ROUNDS, MAX_ROUND_SECONDS);
-  console.log(
-    `API maximum (20 connections, median of ${MAX_ROUNDS} rounds of ${MAX_ROUND_SECONDS} s): alone ${alone.rounds.map(fmt.rps).join(', ')} req/s; ` +
-      `with ${EVENTS_PER_SECOND} events/s flowing ${beside.rounds.map(fmt.rps).join(', ')} req/s`,
-  );
   console.log(
     `soak: ${MINUTES} min; API at ${API_RATE} req/s paced; ${EVENTS_PER_SECOND} trips/s written; memory read from minute ${WARMUP_MINUTES}\n`,
   );
@@ -225,8 +231,32 @@ async function main(): Promise<void> {
     .filter(([, at]) => at >= start.at && at <= end.at)
     .map(([id, at]) => (arrived.get(id) ?? Infinity) - at)
     .sort((a, b) => a - b);
-  report({ system, samples, api, cpu, drained, e2e, alone: alone.max, beside: beside.max, loadBefore });
+  report({ system, samples, api, cpu, drained, e2e, alone, beside, floor, loadBefore });
   console.log(`${writer.failures} failed writes${writer.firstFailure ? ` (${writer.firstFailure})` : ''}`);
+}
+
+/**
+ * The API's maximum alone and with the events flowing through `system`'s pipeline, in alternating
+ * rounds (alone, then beside, MAX_ROUNDS times): the machine's speed drifts from one minute to the
+ * next, and alternation lets the drift hit both alike. Prints every round; answers the medians.
+ */
+async function apiMaxima(system: System, pipeline: string) {
+  const alone: number[] = [];
+  const beside: number[] = [];
+  for (let round = 1; round <= MAX_ROUNDS; round++) {
+    alone.push((await apiMaximum(system, 1, MAX_ROUND_SECONDS)).max);
+    const prefix = `trp_max${round}_`;
+    const writer = writeTrips(system.writer, system.agencyId, EVENTS_PER_SECOND, prefix, system.tripsTable);
+    await sleep(EVENTS_WARMUP_SECONDS * 1000);
+    beside.push((await apiMaximum(system, 1, MAX_ROUND_SECONDS)).max);
+    await writer.stop();
+    await sleep(SETTLE_SECONDS * 1000);
+  }
+  console.log(
+    `API maximum (20 connections, ${MAX_ROUNDS} rounds of ${MAX_ROUND_SECONDS} s each way, alternating): alone ${alone.map(fmt.rps).join(', ')} req/s; ` +
+      `with ${EVENTS_PER_SECOND} events/s flowing through ${pipeline} ${beside.map(fmt.rps).join(', ')} req/s`,
+  );
+  return { alone: median(alone), beside: median(beside) };
 }
 
 function report(r: {
@@ -238,6 +268,7 @@ function report(r: {
   e2e: number[];
   alone: number;
   beside: number;
+  floor?: { alone: number; beside: number };
   loadBefore: number[];
 }): void {
   const after = r.samples.slice(WARMUP_MINUTES);
@@ -273,6 +304,15 @@ function report(r: {
           `${fmt.rps(r.beside)} / ${fmt.rps(r.alone)} req/s = ${fmt.ratio(ratio)}`,
           `≥ ${TARGET_API_RATIO}: ${verdict(ratio >= TARGET_API_RATIO)}`,
         ],
+        ...(r.floor
+          ? [
+              [
+                'the floor: the same with the bare pipeline carrying the events',
+                `${fmt.rps(r.floor.beside)} / ${fmt.rps(r.floor.alone)} req/s = ${fmt.ratio(r.floor.beside / r.floor.alone)}`,
+                'for reference',
+              ],
+            ]
+          : []),
         [
           `API paced at ${API_RATE} req/s`,
           `${fmt.rps(r.api.rps)} req/s; p99 ${fmt.ms(r.api.p99)} ms`,
