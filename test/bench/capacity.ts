@@ -38,8 +38,8 @@ const TARGET_RATE = 1_000;
 const WRITTEN_SHARE = 0.98;
 /** How long a step's drain is waited for, at most. */
 const DRAIN_LIMIT_SECONDS = 60;
-/** Prints Postgres's work per event in each step (capacity-profile.ts). */
 type Pool = ReturnType<typeof createPool>;
+/** Prints Postgres's work per event in each step of each pipeline (capacity-profile.ts). */
 const PROFILE = process.env.BENCH_CAPACITY_PROFILE === '1';
 /**
  * The pipelines measured, one after the other: ours, and the bare one (pipeline-bare.ts), the
@@ -110,7 +110,7 @@ async function runStep(system: System, rate: number, step: number): Promise<Step
       recorded.set(id, recordedAt);
     }
   };
-  const profileBefore = PROFILE && system.pipeline === 'ours' ? await snapshot(profileDb!) : undefined;
+  const profileBefore = PROFILE ? await snapshot(profileDb!) : undefined;
   const waitsBefore = system.pipeline === 'ours' ? await readWaits(system) : undefined;
   const measuredFrom = now();
   const cpuBefore = sampleCpu(system.cpuGroups);
@@ -291,7 +291,7 @@ interface Run {
 
 /** The steps in turn, each printed as it ends, up to the first that misses. */
 async function runSteps(system: System): Promise<Step[]> {
-  if (PROFILE && system.pipeline === 'ours') {
+  if (PROFILE) {
     profileDb = createPool(system.t.url, { max: 1, applicationName: 'bench-profile' });
     onCleanup(() => profileDb!.end());
     if (!(await startProfile(profileDb))) throw new Error('BENCH_CAPACITY_PROFILE needs pg_stat_statements');
