@@ -115,19 +115,24 @@ export async function runBench(main: () => Promise<void>): Promise<void> {
 }
 
 /**
- * Runs now, and forgets, the steps registered since `mark` (`cleanupMark()`), newest first: a
+ * Runs `use`, then at once (not at the run's end) the cleanup steps it registered, newest first: a
  * bench that sets up one system after another stops each before the next.
  */
-export async function cleanupSince(mark: number): Promise<void> {
-  for (const step of cleanups.splice(mark).reverse()) await step().catch((error) => console.error(error));
+export async function cleanedUpAfter<T>(use: () => Promise<T>): Promise<T> {
+  const mark = cleanups.length;
+  try {
+    return await use();
+  } finally {
+    await runCleanups(cleanups.splice(mark));
+  }
 }
 
-export const cleanupMark = (): number => cleanups.length;
-
 export function cleanup(): Promise<void> {
-  return (cleaning ??= (async () => {
-    for (const step of cleanups.reverse()) await step().catch((error) => console.error(error));
-  })());
+  return (cleaning ??= runCleanups(cleanups));
+}
+
+async function runCleanups(steps: (() => Promise<unknown>)[]): Promise<void> {
+  for (const step of steps.reverse()) await step().catch((error) => console.error(error));
 }
 process.on('SIGINT', () => void cleanup().finally(() => process.exit(130)));
 

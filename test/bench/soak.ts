@@ -21,7 +21,7 @@ import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { cpuBetween, sampleCpu, warnings } from './dispatcher-procs.ts';
-import { cleanupMark, cleanupSince, fmt, median, percentile, runBench, table } from './lib.ts';
+import { cleanedUpAfter, fmt, median, percentile, runBench, table } from './lib.ts';
 import { breakdown, memoryWatch, type MemoryReading, type MinuteMemory } from './soak-memory.ts';
 import {
   apiMaximum,
@@ -44,13 +44,14 @@ const WARMUP_MINUTES = Math.min(Number(process.env.SOAK_WARMUP_MINUTES ?? 10), M
 const TARGET_HEAP_GROWTH = 0.05;
 const TARGET_RSS_GROWTH = 0.15;
 const TARGET_API_RATIO = 0.8;
-const FLOOR = process.env.SOAK_FLOOR !== '0';
 const TARGET_DRAIN_SECONDS = 10;
 /** How long to wait for the drain before calling it a miss: bounded, but long enough to see the figure. */
 const DRAIN_LIMIT_SECONDS = 120;
 /** The API's maximum: rounds of this many seconds, the median taken. */
 const MAX_ROUNDS = 3;
 const MAX_ROUND_SECONDS = 5;
+/** The API's ratio is measured beside the bare pipeline first (SOAK_FLOOR=0: not). */
+const FLOOR = process.env.SOAK_FLOOR !== '0';
 /** Events flow this long before the API's maximum is measured beside them. */
 const EVENTS_WARMUP_SECONDS = 10;
 /** After a round beside the events, the pipeline drains what was in flight before the next alone. */
@@ -205,13 +206,12 @@ async function main(): Promise<void> {
     mkdirSync(SNAPSHOT_DIR, { recursive: true });
     serviceEnv.NODE_OPTIONS = `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${SNAPSHOT_DIR}`;
   }
-  let floor: { alone: number; beside: number } | undefined;
-  if (FLOOR) {
-    // A system of its own, stopped before ours starts.
-    const mark = cleanupMark();
-    floor = await apiMaxima(await startSystem({}, { pipeline: 'bare' }), 'the bare pipeline');
-    await cleanupSince(mark);
-  }
+  // The floor in a system of its own, stopped before ours starts.
+  const floor = FLOOR
+    ? await cleanedUpAfter(async () =>
+        apiMaxima(await startSystem({}, { pipeline: 'bare' }), 'the bare pipeline'),
+      )
+    : undefined;
   const system = await startSystem(serviceEnv);
   const { alone, beside } = await apiMaxima(system, 'ours');
   const writer = writeTrips(system.writer, system.agencyId, EVENTS_PER_SECOND, 'trp_soak');

@@ -14,13 +14,37 @@ const DISPATCHER = fileURLToPath(new URL('../../services/dispatcher/src/main.ts'
 /** Between the writes and the receiver: ours, or the bare pipeline (the floor). */
 export type Pipeline = 'ours' | 'bare';
 
+/**
+ * What differs between the pipelines besides their processes: the table the host's writes go to,
+ * where the events are kept, the tables events wait in, what the two processes are called, and
+ * whether it carries the trips the system seeds into `trips` (the bare one reads its own table).
+ */
+export const PIPELINE_SHAPES = {
+  ours: {
+    tripsTable: 'trips',
+    eventsTable: 'events',
+    queueTables: ['outbox', 'events_unpublished'],
+    relayer: 'recorder',
+    sender: 'dispatcher',
+    carriesSeededTrips: true,
+  },
+  bare: {
+    tripsTable: 'bare.trips',
+    eventsTable: 'bare.events',
+    queueTables: ['bare.outbox'],
+    relayer: 'relay',
+    sender: 'consumer',
+    carriesSeededTrips: false,
+  },
+} as const;
+
 /** A process of the pipeline; ours serve their metrics on `metricsPort`. */
 export type PipelineProcess = Child & { metricsPort?: number };
 
 /**
  * Starts the pipeline between the writes and the receiver: ours' dispatchers (first: they declare
  * the queues, so no event the recorder publishes goes unrouted) and recorder, or the bare relay and
- * consumer on a queue of their own. Answers its processes, its queues and its queue tables.
+ * consumer on a queue of their own. Answers its processes and its queues.
  */
 export async function startPipeline(
   pipeline: Pipeline,
@@ -32,7 +56,7 @@ export async function startPipeline(
     webhookUrl: string;
     webhook: { id: string; secret: string };
   },
-): Promise<{ relayer: PipelineProcess; senders: PipelineProcess[]; queues: string[]; tables: string[] }> {
+): Promise<{ relayer: PipelineProcess; senders: PipelineProcess[]; queues: string[] }> {
   if (pipeline === 'bare') {
     await createBareSchema(s.env.DATABASE_URL!);
     const queue = `${s.env.AMQP_PREFIX}bare.events`;
@@ -46,7 +70,7 @@ export async function startPipeline(
       caFile: s.caFile,
     });
     onCleanup(() => relay.stop().then(() => consumer.stop()));
-    return { relayer: relay, senders: [consumer], queues: [queue], tables: ['bare.outbox'] };
+    return { relayer: relay, senders: [consumer], queues: [queue] };
   }
   const dispatchers: PipelineProcess[] = [];
   for (let n = 1; n <= s.dispatchers; n++)
@@ -60,12 +84,7 @@ export async function startPipeline(
       ),
     );
   const recorder = await startService(s.env, 'recorder', 'RECORDER_HEALTH_PORT', {});
-  return {
-    relayer: recorder,
-    senders: dispatchers,
-    queues: s.ourQueues,
-    tables: ['outbox', 'events_unpublished'],
-  };
+  return { relayer: recorder, senders: dispatchers, queues: s.ourQueues };
 }
 
 /** One of our services with production flags, ready; it serves its metrics on its health port. */

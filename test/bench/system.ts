@@ -24,7 +24,7 @@ import {
   type TestDatabase,
 } from '@trips/testkit';
 import { deleteAmqp, pidsMatching, startChild as startProcess, type Child } from './dispatcher-procs.ts';
-import { startPipeline, type Pipeline } from './system-pipeline.ts';
+import { PIPELINE_SHAPES, startPipeline, type Pipeline } from './system-pipeline.ts';
 import { startFlags, type Service } from './service-flags.ts';
 import { readMemory, type MemoryReading } from './soak-memory.ts';
 import { freePort, median, onCleanup, saturate, startChild as startServer, type ChildServer } from './lib.ts';
@@ -55,7 +55,9 @@ export type { Pipeline };
 export interface System {
   pipeline: Pipeline;
   /** The table the host's writes go to (each INSERT makes one trip.created event). */
-  tripsTable: 'trips' | 'bare.trips';
+  tripsTable: string;
+  /** Where the pipeline keeps the events it made. */
+  eventsTable: string;
   t: TestDatabase;
   agencyId: string;
   /** The API's address, and what the API load sends. */
@@ -124,7 +126,8 @@ export async function startSystem(
     LOG_LEVEL: 'info',
     ...serviceEnv,
   };
-  const { relayer, senders, queues, tables } = await startPipeline(pipeline, {
+  const shape = PIPELINE_SHAPES[pipeline];
+  const { relayer, senders, queues } = await startPipeline(pipeline, {
     env,
     dispatchers: dispatcherCount,
     caFile: ca.caFile,
@@ -148,9 +151,8 @@ export async function startSystem(
   );
   onCleanup(() => api.stop());
 
-  // The seeded trips' events go through first, so they are not part of any figure (the bare
-  // pipeline does not carry them: they are not in its table).
-  const seeded = pipeline === 'ours' ? READ_TRIPS : 0;
+  // The seeded trips' events go through first, so they are not part of any figure.
+  const seeded = shape.carriesSeededTrips ? READ_TRIPS : 0;
   for (const deadline = Date.now() + 60_000; (await delivered()) < seeded; await sleep(200)) {
     if (Date.now() > deadline) throw new Error('the seeded trips were not all delivered within 60 s');
   }
@@ -171,7 +173,8 @@ export async function startSystem(
   };
   return {
     pipeline,
-    tripsTable: pipeline === 'ours' ? 'trips' : 'bare.trips',
+    tripsTable: shape.tripsTable,
+    eventsTable: shape.eventsTable,
     t,
     agencyId,
     api,
@@ -184,8 +187,8 @@ export async function startSystem(
     dispatcherMetricsPorts: senders.flatMap((d) => (d.metricsPort === undefined ? [] : [d.metricsPort])),
     cpuGroups: {
       api: () => [pids.api],
-      [pipeline === 'ours' ? 'recorder' : 'relay']: () => [pids.recorder],
-      [pipeline === 'ours' ? 'dispatcher' : 'consumer']: () => senders.map((d) => d.process.pid!),
+      [shape.relayer]: () => [pids.recorder],
+      [shape.sender]: () => senders.map((d) => d.process.pid!),
       receiver: () => [receiver.process.pid!],
       'API load': () => [load.process.pid!],
       'bench (writer)': () => [process.pid],
@@ -199,7 +202,7 @@ export async function startSystem(
     backlog: async () => {
       const ch = await conn.createChannel();
       const counts: Record<string, number> = {};
-      for (const table of tables) counts[table] = await countRows(t, table);
+      for (const table of shape.queueTables) counts[table] = await countRows(t, table);
       for (const queue of queues)
         counts[queue.slice(prefix.length)] = (await ch.checkQueue(queue)).messageCount;
       await ch.close();
