@@ -225,7 +225,11 @@ async function slowestTail(
 }
 
 const RECORDER_WAITS = ['trips_event_record_to_publish_seconds'] as const;
-const DISPATCHER_WAITS = ['trips_deliveries_total', 'trips_event_record_to_delivery_seconds'] as const;
+const DISPATCHER_WAITS = [
+  'trips_deliveries_total',
+  'trips_event_record_to_delivery_seconds',
+  'trips_endpoint_line_wait_seconds',
+] as const;
 
 async function readWaits(system: System) {
   return {
@@ -245,8 +249,11 @@ function seriesOfWaits(before: Awaited<ReturnType<typeof readWaits>>, after: typ
 
 /**
  * How many events took over 250 ms from their recording to RabbitMQ's confirm (the recorder) and
- * to their first 2xx (the dispatcher), and the dispatcher's outcomes: `held` means a delivery
- * waited in its webhook's lane (Postgres) because the endpoint had no room when it came.
+ * to their first 2xx (the dispatcher); how many deliveries waited in memory for the endpoint's slot
+ * (the line), and how long in all: while they wait, their messages fill the prefetch, the events
+ * queue fills to its bound and the recorder's publishes are refused, which is the first of these;
+ * and the dispatcher's outcomes: `held` means a delivery waited in its webhook's lane (Postgres)
+ * because the endpoint had no room when it came.
  */
 function waitsReport({ recorder, dispatcher }: ReturnType<typeof seriesOfWaits>): string {
   const over = (series: typeof recorder, name: string, ...labels: string[]) =>
@@ -261,6 +268,8 @@ function waitsReport({ recorder, dispatcher }: ReturnType<typeof seriesOfWaits>)
   return (
     `recorded → published over 250 ms: ${over(recorder, 'trips_event_record_to_publish_seconds')}; ` +
     `recorded → first 2xx over 250 ms: ${over(dispatcher, 'trips_event_record_to_delivery_seconds', 'attempt="first"')}; ` +
+    `waited for the endpoint's slot: ${sampleSum(dispatcher, 'trips_endpoint_line_wait_seconds_count')}, ` +
+    `${sampleSum(dispatcher, 'trips_endpoint_line_wait_seconds_sum').toFixed(1)} s in all; ` +
     `dispatcher outcomes: ${outcomes.join(', ') || 'none'}`
   );
 }

@@ -30,7 +30,12 @@ export interface DelivererDeps {
   logger: Logger;
   /** Told about every outcome (metrics, tests), with the capture time of the event's change when known. */
   onOutcome?: (outcome: Outcome, delivery: DeliveryMessage, source: Source, capturedAt?: Date) => void;
+  /** Told how long a delivery waited in memory for its endpoint's slot, and whether it then went out or to its lane. */
+  onLineWait?: (ms: number, then: LineWaitEnd) => void;
 }
+
+/** What became of a delivery that waited in its endpoint's line: a slot, or its webhook's lane. */
+export type LineWaitEnd = 'attempted' | 'held';
 
 /**
  * Where a delivery comes from: a first attempt at fan-out or a retry from the deliveries queue,
@@ -127,6 +132,8 @@ export class Deliverer {
           }),
         source !== 'lane',
       );
+      if (guarded.lineWaitMs !== undefined)
+        this.deps.onLineWait?.(guarded.lineWaitMs, 'deferred' in guarded ? 'held' : 'attempted');
       outcome =
         'deferred' in guarded
           ? await notAttempted(request, place, guarded.deferred, guarded.until)

@@ -1,7 +1,7 @@
 import type { Topology } from '@trips/broker';
 import { isGroupedType, type DeliveryMessage } from '@trips/contracts';
 import { Counter, Gauge, Histogram, LAG_BUCKETS, secondsSince, type Registry } from '@trips/runtime';
-import type { Outcome, Source } from './deliverer.ts';
+import type { LineWaitEnd, Outcome, Source } from './deliverer.ts';
 import type { Endpoints } from './endpoint/endpoints.ts';
 
 /**
@@ -38,6 +38,7 @@ export function dispatcherMetrics(
     registers,
   });
   const deliveryLag = deliveryLagMetrics(registers);
+  const lineWait = lineWaitMetric(registers);
   const switchedOff = new Counter({
     name: 'trips_webhooks_switched_off_total',
     help: 'Webhooks switched off by the failure policy.',
@@ -110,6 +111,8 @@ export function dispatcherMetrics(
 
   return {
     switchedOff,
+    /** A delivery waited `ms` for its endpoint's slot, and then went out or to its lane. */
+    lineWait,
     /**
      * An outcome; `capturedAt` is when the event's change was captured, when known. Without it (a
      * message of a version before it, an owner's redelivery) capture → delivery is not observed.
@@ -125,6 +128,23 @@ export function dispatcherMetrics(
       if (outcome.kind === 'delivered' && !ownerRequested(delivery, source))
         deliveryLag(delivery, outcome.result.at.getTime() + outcome.result.durationMs, capturedAt);
     },
+  };
+}
+
+/**
+ * A webhook taking deliveries more slowly than they come: its slots stay taken, and deliveries from
+ * the shared queues wait in memory for one, holding their messages (bench:capacity's stall).
+ */
+function lineWaitMetric(registers: Registry[]) {
+  const lineWaits = new Histogram({
+    name: 'trips_endpoint_line_wait_seconds',
+    help: "How long deliveries from the shared queues waited in memory for a slot of their webhook's endpoint in this dispatcher, those that had to; then: attempted (a slot came free), or held (the wait ran out or the breaker opened: put in the webhook's lane).",
+    labelNames: ['then'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers,
+  });
+  return (ms: number, then: LineWaitEnd): void => {
+    lineWaits.observe({ then }, ms / 1000);
   };
 }
 

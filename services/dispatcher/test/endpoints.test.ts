@@ -176,7 +176,13 @@ test('inline callers wait for a busy endpoint, in order; freed slots go to the l
   await sleep(5);
   expect(started.at(-1)).toBe('lane');
   for (const release of releases) release();
-  expect((await Promise.all([...line, ...running])).every((o) => 'attempted' in o)).toBe(true);
+  const lined = await Promise.all(line);
+  expect([...lined, ...(await Promise.all(running))].every((o) => 'attempted' in o)).toBe(true);
+  // Each caller of the line says how long it waited (the metrics' line wait), the first the least;
+  // those that found a slot free did not wait.
+  expect(lined.every((o) => o.lineWaitMs! > 0)).toBe(true);
+  expect(lined[0]!.lineWaitMs).toBeLessThan(lined.at(-1)!.lineWaitMs!);
+  expect((await Promise.all(running)).map((o) => o.lineWaitMs)).toEqual(running.map(() => undefined));
   expect(endpoints.room('whk_1')).toBe(2);
 });
 
@@ -189,8 +195,10 @@ test('an inline caller waits its longest, then is refused and leaves the line', 
     endpoints.run('whk_1', UNPACED, () => hung, true),
   ];
   const started = performance.now();
-  expect(deferred(await endpoints.run('whk_1', UNPACED, answeringIn(0), true))).toBe('endpoint_busy');
+  const refused = await endpoints.run('whk_1', UNPACED, answeringIn(0), true);
+  expect(deferred(refused)).toBe('endpoint_busy');
   expect(performance.now() - started).toBeGreaterThanOrEqual(140);
+  expect(refused.lineWaitMs).toBeGreaterThanOrEqual(140);
   release();
   await Promise.all(slots);
   expect(endpoints.room('whk_1')).toBe(2);

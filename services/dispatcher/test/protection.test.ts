@@ -102,7 +102,23 @@ test('an open breaker holds deliveries in the lane; none is dropped, all arrive 
   expect(Number(logged.n)).toBe(r.requests.length);
 });
 
+/** The dispatcher's line waits so far (trips_endpoint_line_wait_seconds) that ended as `then`. */
+async function lineWaits(then: 'attempted' | 'held'): Promise<{ count: number; sum: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${d.service.healthPort}/metrics`)).text();
+  const value = (part: string) =>
+    Number(
+      text
+        .split('\n')
+        .find(
+          (l) => l.startsWith(`trips_endpoint_line_wait_seconds_${part}{`) && l.includes(`then="${then}"`),
+        )
+        ?.split(' ')[1] ?? 0,
+    );
+  return { count: value('count'), sum: value('sum') };
+}
+
 test('at most the cap of attempts is in flight to one endpoint; the excess is deferred and still delivered', async () => {
+  const heldBefore = await lineWaits('held');
   const { agencyId } = await agencyWithOwners(d.db);
   const r = await receiver();
   let inFlight = 0;
@@ -126,6 +142,11 @@ test('at most the cap of attempts is in flight to one endpoint; the excess is de
   // Fan-out made 2 first attempts and held the rest of the burst in the lane rather than hold their
   // events; the lane sent them as slots freed.
   expect(mine.filter((o) => o.outcome.kind === 'held').length).toBeGreaterThanOrEqual(events.length - 2);
+  // Those that waited in memory for a slot first waited the inline wait (250 ms) out: the metric
+  // that shows a webhook taking deliveries more slowly than they come says so.
+  const held = await lineWaits('held');
+  expect(held.count).toBeGreaterThan(heldBefore.count);
+  expect((held.sum - heldBefore.sum) / (held.count - heldBefore.count)).toBeGreaterThanOrEqual(0.24);
   // Holding is not an attempt: every event got through on its first.
   expect(await attemptNumbers(webhook.id)).toEqual(events.map(() => 1));
   expect(await heldLeft(webhook.id)).toBe(0);

@@ -33,8 +33,13 @@ export interface PaceOfTarget {
 
 export type GuardedResult =
   /** Attempted; `pause`: the answer asked to wait, until then, and whether that was news here. */
-  | { attempted: AttemptResult; pause?: { until: number; longer: boolean } }
-  | { deferred: DeferReason; until?: number };
+  (
+    | { attempted: AttemptResult; pause?: { until: number; longer: boolean } }
+    | { deferred: DeferReason; until?: number }
+  ) & {
+    /** How long it waited in memory for a slot (the line, slots.ts), ms; absent when it did not. */
+    lineWaitMs?: number;
+  };
 
 /** A lane attempt waits for its send time in memory when it is this close, at most. */
 const LANE_HORIZON_MS = 500;
@@ -152,8 +157,12 @@ export class Endpoint {
       await this.ownerRate.replenish(Date.now(), 1).catch(() => {});
     const admission = admit(this.state(Date.now()), inline, LANE_HORIZON_MS);
     if (admission.kind === 'wait_in_lane') return { deferred: admission.reason, until: admission.until };
+    let lineWaitMs: number | undefined;
     if (admission.kind === 'wait_in_memory') {
-      if (!(await this.slots.waitInLine())) return { deferred: 'endpoint_busy' };
+      const since = performance.now();
+      const gotSlot = await this.slots.waitInLine();
+      lineWaitMs = performance.now() - since;
+      if (!gotSlot) return { deferred: 'endpoint_busy', lineWaitMs };
     } else {
       this.slots.take();
       const at = this.takeSendTime(admission.at);
@@ -172,8 +181,8 @@ export class Endpoint {
     const sentAt = this.slots.sending();
     try {
       const result = await this.breaker.fire(send);
-      if (!result) return { deferred: 'circuit_open' };
-      return { attempted: result, ...this.observe(performance.now() - sentAt, result) };
+      if (!result) return { deferred: 'circuit_open', lineWaitMs };
+      return { attempted: result, lineWaitMs, ...this.observe(performance.now() - sentAt, result) };
     } finally {
       this.slots.release(sentAt);
     }
