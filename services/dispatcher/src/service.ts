@@ -117,7 +117,7 @@ export async function startDispatcherService(
       metrics.observe(outcome, delivery, source, capturedAt);
       hooks.onOutcome?.(outcome, delivery);
     },
-    onLineWait: (ms, then) => metrics.lineWait(ms, then),
+    onLineWait: metrics.lineWait,
   });
   // Lane attempts hold no message: their retries go out on a confirm channel of their own.
   const laneChannel = new ConfirmPublisher(connection, { name: 'lanes' }, logger);

@@ -1,4 +1,12 @@
-import { createTestCa, startReceiver, waitFor, type TestCa, type TestReceiver } from '@trips/testkit';
+import {
+  createTestCa,
+  sample,
+  scrapeMetrics,
+  startReceiver,
+  waitFor,
+  type TestCa,
+  type TestReceiver,
+} from '@trips/testkit';
 import {
   agencyWithOwners,
   makeEvent,
@@ -104,16 +112,8 @@ test('an open breaker holds deliveries in the lane; none is dropped, all arrive 
 
 /** The dispatcher's line waits so far (trips_endpoint_line_wait_seconds) that ended as `then`. */
 async function lineWaits(then: 'attempted' | 'held'): Promise<{ count: number; sum: number }> {
-  const text = await (await fetch(`http://127.0.0.1:${d.service.healthPort}/metrics`)).text();
-  const value = (part: string) =>
-    Number(
-      text
-        .split('\n')
-        .find(
-          (l) => l.startsWith(`trips_endpoint_line_wait_seconds_${part}{`) && l.includes(`then="${then}"`),
-        )
-        ?.split(' ')[1] ?? 0,
-    );
+  const text = await scrapeMetrics(`http://127.0.0.1:${d.service.healthPort}/metrics`);
+  const value = (part: string) => sample(text, `trips_endpoint_line_wait_seconds_${part}`, { then }) ?? 0;
   return { count: value('count'), sum: value('sum') };
 }
 
