@@ -143,6 +143,9 @@ function lineWaitMetric(registers: Registry[]) {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     registers,
   });
+  // Both series exist from the start, at zero: a dashboard reads "none waited", not "no data".
+  for (const then of ['attempted', 'held'] as const satisfies readonly LineWaitEnd[])
+    lineWaits.zero({ then });
   return (ms: number, then: LineWaitEnd): void => {
     lineWaits.observe({ then }, ms / 1000);
   };
