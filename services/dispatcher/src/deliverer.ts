@@ -35,7 +35,8 @@ export interface DelivererDeps {
 }
 
 /** What became of a delivery that waited in its endpoint's line: a slot, or its webhook's lane. */
-export type LineWaitEnd = 'attempted' | 'held';
+export const LINE_WAIT_ENDS = ['attempted', 'held'] as const;
+export type LineWaitEnd = (typeof LINE_WAIT_ENDS)[number];
 
 /**
  * Where a delivery comes from: a first attempt at fan-out or a retry from the deliveries queue,

@@ -1,7 +1,7 @@
 import type { Topology } from '@trips/broker';
 import { isGroupedType, type DeliveryMessage } from '@trips/contracts';
 import { Counter, Gauge, Histogram, LAG_BUCKETS, secondsSince, type Registry } from '@trips/runtime';
-import type { LineWaitEnd, Outcome, Source } from './deliverer.ts';
+import { LINE_WAIT_ENDS, type LineWaitEnd, type Outcome, type Source } from './deliverer.ts';
 import type { Endpoints } from './endpoint/endpoints.ts';
 
 /**
@@ -144,8 +144,7 @@ function lineWaitMetric(registers: Registry[]) {
     registers,
   });
   // Both series exist from the start, at zero: a dashboard reads "none waited", not "no data".
-  for (const then of ['attempted', 'held'] as const satisfies readonly LineWaitEnd[])
-    lineWaits.zero({ then });
+  for (const then of LINE_WAIT_ENDS) lineWaits.zero({ then });
   return (ms: number, then: LineWaitEnd): void => {
     lineWaits.observe({ then }, ms / 1000);
   };

@@ -177,12 +177,13 @@ test('inline callers wait for a busy endpoint, in order; freed slots go to the l
   expect(started.at(-1)).toBe('lane');
   for (const release of releases) release();
   const lined = await Promise.all(line);
-  expect([...lined, ...(await Promise.all(running))].every((o) => 'attempted' in o)).toBe(true);
+  const ran = await Promise.all(running);
+  expect([...lined, ...ran].every((o) => 'attempted' in o)).toBe(true);
   // Each caller of the line says how long it waited (the metrics' line wait), the first the least;
   // those that found a slot free did not wait.
   expect(lined.every((o) => o.lineWaitMs! > 0)).toBe(true);
   expect(lined[0]!.lineWaitMs).toBeLessThan(lined.at(-1)!.lineWaitMs!);
-  expect((await Promise.all(running)).map((o) => o.lineWaitMs)).toEqual(running.map(() => undefined));
+  expect(ran.map((o) => o.lineWaitMs)).toEqual(running.map(() => undefined));
   expect(endpoints.room('whk_1')).toBe(2);
 });
 

@@ -7,6 +7,7 @@ import {
   type TestCa,
   type TestReceiver,
 } from '@trips/testkit';
+import type { LineWaitEnd } from '../src/deliverer.ts';
 import {
   agencyWithOwners,
   makeEvent,
@@ -111,7 +112,7 @@ test('an open breaker holds deliveries in the lane; none is dropped, all arrive 
 });
 
 /** The dispatcher's line waits so far (trips_endpoint_line_wait_seconds) that ended as `then`. */
-async function lineWaits(then: 'attempted' | 'held'): Promise<{ count: number; sum: number }> {
+async function lineWaits(then: LineWaitEnd): Promise<{ count: number; sum: number }> {
   const text = await scrapeMetrics(`http://127.0.0.1:${d.service.healthPort}/metrics`);
   const value = (part: string) => sample(text, `trips_endpoint_line_wait_seconds_${part}`, { then }) ?? 0;
   return { count: value('count'), sum: value('sum') };
